@@ -1,0 +1,174 @@
+package queue
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// DefaultQueue is the queue of a job that names none.
+const DefaultQueue = "default"
+
+// NewJob is a job as a user submits it. Nil fields take the queue's, then
+// the store's defaults at enqueue time.
+type NewJob struct {
+	ID          string // "" generates one
+	Queue       string // "" is DefaultQueue
+	Command     string
+	Priority    int
+	MaxRetries  *int
+	Timeout     *time.Duration
+	BackoffBase *float64
+	MaxBackoff  *time.Duration
+	RunAt       time.Time // zero: now
+	Env         map[string]string
+	Dir         string
+	Template    string
+	ScheduledAt time.Time
+}
+
+// Overrides are optional per-queue (or per-template) retry settings.
+type Overrides struct {
+	MaxRetries  *int
+	BackoffBase *float64
+	MaxBackoff  *time.Duration
+	Timeout     *time.Duration
+}
+
+// Apply returns s with the set overrides applied.
+func (o Overrides) Apply(s Settings) Settings {
+	if o.MaxRetries != nil {
+		s.MaxRetries = *o.MaxRetries
+	}
+	if o.BackoffBase != nil {
+		s.BackoffBase = *o.BackoffBase
+	}
+	if o.MaxBackoff != nil {
+		s.MaxBackoff = *o.MaxBackoff
+	}
+	if o.Timeout != nil {
+		s.Timeout = *o.Timeout
+	}
+	return s
+}
+
+const maxNameLen = 200
+
+// CheckName validates a job id or queue name: 1..200 printable characters
+// without white space.
+func CheckName(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("%w: %s is empty", ErrInvalid, what)
+	}
+	if len(s) > maxNameLen {
+		return fmt.Errorf("%w: %s is longer than %d bytes", ErrInvalid, what, maxNameLen)
+	}
+	for _, r := range s {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return fmt.Errorf("%w: %s %q contains white space or control characters", ErrInvalid, what, s)
+		}
+	}
+	return nil
+}
+
+// Resolve validates n and turns it into a pending job, taking unset fields
+// from s (the store's defaults with the queue's overrides applied).
+func (n NewJob) Resolve(s Settings, now time.Time) (*Job, error) {
+	if strings.TrimSpace(n.Command) == "" {
+		return nil, fmt.Errorf("%w: command is required", ErrInvalid)
+	}
+	if strings.ContainsRune(n.Command, 0) {
+		return nil, fmt.Errorf("%w: command contains a NUL byte", ErrInvalid)
+	}
+	id := n.ID
+	if id == "" {
+		id = NewID()
+	}
+	if err := CheckName("id", id); err != nil {
+		return nil, err
+	}
+	q := n.Queue
+	if q == "" {
+		q = DefaultQueue
+	}
+	if err := CheckName("queue", q); err != nil {
+		return nil, err
+	}
+	if n.Priority < -MaxPriorityLimit || n.Priority > MaxPriorityLimit {
+		return nil, fmt.Errorf("%w: priority %d out of range -%d..%d", ErrInvalid, n.Priority, MaxPriorityLimit, MaxPriorityLimit)
+	}
+	s = Overrides{n.MaxRetries, n.BackoffBase, n.MaxBackoff, n.Timeout}.Apply(s)
+	if s.MaxRetries < 0 || s.MaxRetries > MaxRetriesLimit {
+		return nil, fmt.Errorf("%w: max_retries %d out of range 0..%d", ErrInvalid, s.MaxRetries, MaxRetriesLimit)
+	}
+	if s.Timeout < 0 || s.Timeout > MaxTimeoutLimit {
+		return nil, fmt.Errorf("%w: timeout %s out of range 0..30d", ErrInvalid, s.Timeout)
+	}
+	if s.BackoffBase < BackoffBaseMin || s.BackoffBase > BackoffBaseMax {
+		return nil, fmt.Errorf("%w: backoff_base %g out of range %g..%g", ErrInvalid, s.BackoffBase, BackoffBaseMin, BackoffBaseMax)
+	}
+	if s.MaxBackoff < 0 || s.MaxBackoff > MaxBackoffLimit {
+		return nil, fmt.Errorf("%w: max_backoff %s out of range 0..30d", ErrInvalid, s.MaxBackoff)
+	}
+	now = now.UTC()
+	runAt := n.RunAt.UTC()
+	if runAt.IsZero() || runAt.Before(now) {
+		runAt = now
+	}
+	return &Job{
+		ID: id, Queue: q, Command: n.Command, State: StatePending, Priority: n.Priority,
+		MaxRetries: s.MaxRetries, Timeout: s.Timeout, BackoffBase: s.BackoffBase, MaxBackoff: s.MaxBackoff,
+		RunAt: runAt, CreatedAt: now, UpdatedAt: now, Env: n.Env, Dir: n.Dir,
+		Template: n.Template, ScheduledAt: n.ScheduledAt.UTC(),
+	}, nil
+}
+
+// NewID returns a unique job id that sorts by creation time.
+func NewID() string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixNano()))
+	_, _ = rand.Read(b[8:])
+	return "j" + strings.ToLower(base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString(b[2:]))
+}
+
+// Enqueue resolves jobs against the store's defaults and the given per-queue
+// overrides, then inserts them all in one durable transaction.
+func Enqueue(ctx context.Context, st Store, queues map[string]Overrides, jobs []NewJob, now time.Time) ([]*Job, error) {
+	kv, err := st.GetConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	base, err := SettingsFrom(kv)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	out := make([]*Job, 0, len(jobs))
+	seen := make(map[string]int, len(jobs))
+	for i, n := range jobs {
+		q := n.Queue
+		if q == "" {
+			q = DefaultQueue
+		}
+		j, err := n.Resolve(queues[q].Apply(base), now)
+		if err != nil {
+			if len(jobs) > 1 {
+				return nil, fmt.Errorf("job %d: %w", i+1, err)
+			}
+			return nil, err
+		}
+		if prev, ok := seen[j.ID]; ok {
+			return nil, fmt.Errorf("%w: %q (jobs %d and %d)", ErrDuplicate, j.ID, prev+1, i+1)
+		}
+		seen[j.ID] = i
+		out = append(out, j)
+	}
+	if err := st.InsertJobs(ctx, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,237 @@
+// Package queue owns queuectl's domain: the job model and its state machine,
+// the Store interface every database implements, the retry policy, job
+// defaults, and the Engine that claims, runs, retries and dead-letters jobs.
+//
+// It imports no database driver, no CLI and no configuration format: stores
+// live in queue/sqlite and queue/postgres, and the shell executor is reached
+// through the Runner interface declared here.
+//
+// Guarantee: execution is at-least-once. A job that Enqueue acknowledged is
+// durable; a job may run again after a crash, a lost lease or a power loss,
+// but never on two workers at once while both hold valid leases.
+package queue
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// State is where a job is in its life cycle. See docs/states.md.
+type State string
+
+// The job states.
+const (
+	StatePending    State = "pending"    // waiting for a worker; may have a future run_at
+	StateProcessing State = "processing" // claimed by a worker that holds a lease
+	StateCompleted  State = "completed"  // finished with exit code 0
+	StateFailed     State = "failed"     // an attempt failed; waits for run_at to retry
+	StateDead       State = "dead"       // retries exhausted: the dead-letter queue
+	StateCancelled  State = "cancelled"  // stopped by a user
+)
+
+// AllStates lists every state in life-cycle order.
+var allStates = []State{StatePending, StateProcessing, StateCompleted, StateFailed, StateDead, StateCancelled}
+
+// States returns every state in life-cycle order.
+func States() []State { return append([]State(nil), allStates...) }
+
+// ParseState returns the State named s or an ErrInvalid naming the valid ones.
+func ParseState(s string) (State, error) {
+	for _, st := range allStates {
+		if string(st) == s {
+			return st, nil
+		}
+	}
+	names := make([]string, len(allStates))
+	for i, st := range allStates {
+		names[i] = string(st)
+	}
+	return "", fmt.Errorf("%w: unknown state %q (valid: %s)", ErrInvalid, s, strings.Join(names, ", "))
+}
+
+// Finished reports whether s is terminal unless a user acts on the job.
+func (s State) Finished() bool {
+	return s == StateCompleted || s == StateDead || s == StateCancelled
+}
+
+// Outcome is how one attempt ended.
+type Outcome string
+
+// Attempt outcomes.
+const (
+	OutcomeSucceeded   Outcome = "succeeded"
+	OutcomeFailed      Outcome = "failed"
+	OutcomeTimedOut    Outcome = "timed_out"
+	OutcomeLost        Outcome = "lost"        // the worker died or lost its lease
+	OutcomeCancelled   Outcome = "cancelled"   // a user cancelled the running job
+	OutcomeInterrupted Outcome = "interrupted" // shutdown stopped it; the attempt is not charged
+)
+
+// Sentinel errors. Stores map driver errors onto these; callers use errors.Is.
+var (
+	ErrNotFound    = errors.New("not found")
+	ErrDuplicate   = errors.New("duplicate id")
+	ErrInvalid     = errors.New("invalid")
+	ErrConflict    = errors.New("not allowed in this state")
+	ErrLeaseLost   = errors.New("lease lost")
+	ErrSchemaNewer = errors.New("database schema is newer than this binary")
+)
+
+// Job is one unit of work: a shell command with its retry policy and state.
+// All times are UTC.
+type Job struct {
+	ID              string
+	Queue           string
+	Command         string
+	State           State
+	Priority        int
+	Attempts        int // attempts started so far
+	MaxRetries      int // retries after the first attempt: 3 means at most 4 attempts
+	Timeout         time.Duration
+	BackoffBase     float64
+	MaxBackoff      time.Duration
+	RunAt           time.Time // earliest time the job may (next) run
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	StartedAt       time.Time // start of the latest attempt; zero if never started
+	FinishedAt      time.Time // end of the latest attempt; zero if none ended
+	ExitCode        *int      // of the latest attempt that exited
+	Error           string    // last failure reason
+	Worker          string    // worker holding or last holding the job
+	LeaseUntil      time.Time // while processing: the lease expiry
+	Env             map[string]string
+	Dir             string
+	Template        string    // cron template that fired the job, "" if ad hoc
+	ScheduledAt     time.Time // cron slot, zero if ad hoc
+	PGID            int       // process group of the running attempt, 0 if unknown
+	PGIDStart       uint64    // start-time token of the group leader (PID reuse guard)
+	CancelRequested bool
+}
+
+// MaxAttempts is the total number of attempts the job may make.
+func (j *Job) MaxAttempts() int { return j.MaxRetries + 1 }
+
+// jobJSON is the stable JSON form of a job (see the CLI docs).
+type jobJSON struct {
+	ID         string     `json:"id"`
+	Queue      string     `json:"queue"`
+	Command    string     `json:"command"`
+	State      State      `json:"state"`
+	Priority   int        `json:"priority"`
+	Attempts   int        `json:"attempts"`
+	MaxRetries int        `json:"max_retries"`
+	Timeout    *float64   `json:"timeout"` // seconds, null when none
+	RunAt      time.Time  `json:"run_at"`
+	CreatedAt  time.Time  `json:"created_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	ExitCode   *int       `json:"exit_code"`
+	Error      *string    `json:"error"`
+	Worker     *string    `json:"worker"`
+	Template   string     `json:"template,omitempty"`
+}
+
+// MarshalJSON renders the stable JSON form: RFC 3339 UTC times, timeout in
+// seconds, null for absent values.
+func (j *Job) MarshalJSON() ([]byte, error) {
+	return json.Marshal(j.jsonForm())
+}
+
+func (j *Job) jsonForm() jobJSON {
+	out := jobJSON{
+		ID: j.ID, Queue: j.Queue, Command: j.Command, State: j.State, Priority: j.Priority,
+		Attempts: j.Attempts, MaxRetries: j.MaxRetries, RunAt: j.RunAt.UTC(),
+		CreatedAt: j.CreatedAt.UTC(), UpdatedAt: j.UpdatedAt.UTC(), StartedAt: optTime(j.StartedAt),
+		FinishedAt: optTime(j.FinishedAt), ExitCode: j.ExitCode, Error: optString(j.Error),
+		Worker: optString(j.Worker), Template: j.Template,
+	}
+	if j.Timeout > 0 {
+		s := j.Timeout.Seconds()
+		out.Timeout = &s
+	}
+	return out
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Attempt is the history record of one attempt of a job.
+type Attempt struct {
+	JobID      string
+	Number     int
+	StartedAt  time.Time
+	FinishedAt time.Time
+	ExitCode   *int
+	Signal     string
+	Outcome    Outcome
+	Worker     string
+	Error      string
+	Output     []byte // captured output (possibly capped); not part of JSON
+	Dropped    int64  // output bytes dropped by the cap
+}
+
+// Duration is how long the attempt ran.
+func (a *Attempt) Duration() time.Duration { return a.FinishedAt.Sub(a.StartedAt) }
+
+// MarshalJSON renders the stable JSON form of one history entry.
+func (a *Attempt) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Attempt    int       `json:"attempt"`
+		StartedAt  time.Time `json:"started_at"`
+		FinishedAt time.Time `json:"finished_at"`
+		DurationMS int64     `json:"duration_ms"`
+		ExitCode   *int      `json:"exit_code"`
+		Signal     *string   `json:"signal"`
+		Outcome    Outcome   `json:"outcome"`
+		Worker     string    `json:"worker"`
+		Error      *string   `json:"error"`
+	}{a.Number, a.StartedAt.UTC(), a.FinishedAt.UTC(), a.Duration().Milliseconds(), a.ExitCode,
+		optString(a.Signal), a.Outcome, a.Worker, optString(a.Error)})
+}
+
+// WorkerInfo is a registered worker process.
+type WorkerInfo struct {
+	ID            string
+	PID           int
+	Host          string
+	BootID        string // identifies the host's boot; a different boot means the worker is gone
+	ProcStart     uint64 // start-time token of the process (PID reuse guard)
+	Queues        []string
+	StartedAt     time.Time
+	HeartbeatAt   time.Time
+	StopRequested bool
+	CurrentJobs   []string // jobs it holds now
+}
+
+// MarshalJSON renders the stable JSON form of a worker.
+func (w *WorkerInfo) MarshalJSON() ([]byte, error) {
+	cur := w.CurrentJobs
+	if cur == nil {
+		cur = []string{}
+	}
+	return json.Marshal(struct {
+		ID          string    `json:"id"`
+		PID         int       `json:"pid"`
+		Host        string    `json:"host"`
+		Queues      []string  `json:"queues"`
+		StartedAt   time.Time `json:"started_at"`
+		HeartbeatAt time.Time `json:"heartbeat_at"`
+		CurrentJobs []string  `json:"current_jobs"`
+	}{w.ID, w.PID, w.Host, w.Queues, w.StartedAt.UTC(), w.HeartbeatAt.UTC(), cur})
+}

@@ -1,0 +1,112 @@
+package queue
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Backoff returns the delay after the n-th failed attempt (n >= 1):
+// base^n seconds, capped at max (no cap when max is 0).
+func Backoff(base float64, n int, max time.Duration) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	secs := math.Pow(base, float64(n))
+	limit := float64(math.MaxInt64) / float64(time.Second)
+	if max > 0 && secs > max.Seconds() {
+		return max
+	}
+	if math.IsInf(secs, 0) || math.IsNaN(secs) || secs > limit {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(secs * float64(time.Second))
+}
+
+// RetryPolicy decides what happens to a job after an attempt ends.
+type RetryPolicy struct {
+	// Jitter adds a random delay of up to this fraction of the backoff
+	// (0.1 = up to 10 % longer), to spread retries of jobs that failed
+	// together. 0 disables it.
+	Jitter float64
+	// Rand returns a number in [0,1); nil disables jitter.
+	Rand func() float64
+}
+
+// End is how an attempt ended, as the engine observed it.
+type End struct {
+	Outcome  Outcome
+	ExitCode *int
+	Signal   string
+	Error    string // failure reason; "" for success
+	Started  time.Time
+	Finished time.Time
+	Output   []byte
+	Dropped  int64
+}
+
+// Decide turns the end of attempt j.Attempts of j into the Finish that
+// records it. This switch is the whole retry / dead-letter decision.
+func (p RetryPolicy) Decide(j *Job, worker string, e End, now time.Time) Finish {
+	f := Finish{
+		JobID: j.ID, Worker: worker, Attempt: j.Attempts, Attempts: j.Attempts, ExitCode: e.ExitCode, Error: e.Error, Now: now,
+		Record: Attempt{
+			JobID: j.ID, Number: j.Attempts, StartedAt: e.Started, FinishedAt: e.Finished, ExitCode: e.ExitCode,
+			Signal: e.Signal, Outcome: e.Outcome, Worker: worker, Error: e.Error, Output: e.Output, Dropped: e.Dropped,
+		},
+	}
+	switch {
+	case e.Outcome == OutcomeSucceeded:
+		f.State = StateCompleted
+	case e.Outcome == OutcomeCancelled:
+		f.State = StateCancelled
+	case e.Outcome == OutcomeInterrupted:
+		// Shutdown stopped the job: run it again soon, without charging the attempt.
+		f.State = StatePending
+		f.Attempts = j.Attempts - 1
+		f.RunAt = now
+	case j.Attempts <= j.MaxRetries:
+		f.State = StateFailed
+		f.RunAt = now.Add(p.delay(j, j.Attempts))
+	default:
+		f.State = StateDead
+	}
+	if f.State == StateCompleted || f.State == StateCancelled || f.State == StateDead {
+		f.RunAt = j.RunAt
+	}
+	return f
+}
+
+func (p RetryPolicy) delay(j *Job, n int) time.Duration {
+	d := Backoff(j.BackoffBase, n, j.MaxBackoff)
+	if p.Jitter > 0 && p.Rand != nil {
+		extra := time.Duration(float64(d) * p.Jitter * p.Rand())
+		if extra > 0 && d+extra > d {
+			d += extra
+		}
+	}
+	return d
+}
+
+// Describe builds the failure reason of an attempt from how it ended.
+func Describe(outcome Outcome, exitCode *int, signal string, timeout time.Duration, startErr error) string {
+	switch {
+	case startErr != nil:
+		return "could not start: " + startErr.Error()
+	case outcome == OutcomeTimedOut:
+		return fmt.Sprintf("timed out after %s", timeout)
+	case outcome == OutcomeCancelled:
+		return "cancelled by user"
+	case outcome == OutcomeInterrupted:
+		return "interrupted by worker shutdown"
+	case signal != "":
+		return "killed by " + signal
+	case exitCode != nil && *exitCode == 127:
+		return "exit status 127: command not found"
+	case exitCode != nil && *exitCode == 126:
+		return "exit status 126: command not executable"
+	case exitCode != nil && *exitCode != 0:
+		return fmt.Sprintf("exit status %d", *exitCode)
+	}
+	return ""
+}

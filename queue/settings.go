@@ -1,0 +1,218 @@
+package queue
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Settings are the defaults copied onto a job at enqueue time. They live in
+// the store's config table; a queue (from the HCL file) and the job itself
+// may override them.
+type Settings struct {
+	MaxRetries  int
+	BackoffBase float64
+	MaxBackoff  time.Duration
+	Timeout     time.Duration // 0: no timeout
+}
+
+// DefaultSettings are used when the config table holds nothing.
+func DefaultSettings() Settings {
+	return Settings{MaxRetries: 3, BackoffBase: 2, MaxBackoff: time.Hour}
+}
+
+// setting describes one config key: how to parse, check and show it.
+type setting struct {
+	key   string
+	help  string
+	apply func(s *Settings, v string) error
+	show  func(s Settings) string
+}
+
+// Limits of the settings; documented in the README and CLI help.
+const (
+	MaxRetriesLimit  = 1000
+	BackoffBaseMin   = 1.0
+	BackoffBaseMax   = 100.0
+	MaxBackoffLimit  = 30 * 24 * time.Hour
+	MaxTimeoutLimit  = 30 * 24 * time.Hour
+	MaxPriorityLimit = 1_000_000
+)
+
+var settingsTable = []setting{
+	{"max-retries", fmt.Sprintf("retries after the first attempt, 0..%d", MaxRetriesLimit),
+		func(s *Settings, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > MaxRetriesLimit {
+				return fmt.Errorf("must be a whole number from 0 to %d", MaxRetriesLimit)
+			}
+			s.MaxRetries = n
+			return nil
+		}, func(s Settings) string { return strconv.Itoa(s.MaxRetries) }},
+	{"backoff-base", fmt.Sprintf("delay after the n-th failure is base^n seconds, %g..%g", BackoffBaseMin, BackoffBaseMax),
+		func(s *Settings, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(f) || f < BackoffBaseMin || f > BackoffBaseMax {
+				return fmt.Errorf("must be a number from %g to %g", BackoffBaseMin, BackoffBaseMax)
+			}
+			s.BackoffBase = f
+			return nil
+		}, func(s Settings) string { return strconv.FormatFloat(s.BackoffBase, 'g', -1, 64) }},
+	{"max-backoff", "cap on the retry delay, a duration from 1s to 30d",
+		func(s *Settings, v string) error {
+			d, err := ParseDuration(v)
+			if err != nil || d < time.Second || d > MaxBackoffLimit {
+				return fmt.Errorf("must be a duration from 1s to 30d")
+			}
+			s.MaxBackoff = d
+			return nil
+		}, func(s Settings) string { return FormatDuration(s.MaxBackoff) }},
+	{"timeout", "default job timeout, a duration up to 30d; 0 for none",
+		func(s *Settings, v string) error {
+			d, err := ParseDuration(v)
+			if err != nil || d < 0 || d > MaxTimeoutLimit {
+				return fmt.Errorf("must be a duration from 0 (none) to 30d")
+			}
+			s.Timeout = d
+			return nil
+		}, func(s Settings) string { return FormatDuration(s.Timeout) }},
+}
+
+// NormalizeKey maps a user-typed key (max_retries, MAX-RETRIES) to its
+// canonical form, or returns ErrInvalid naming the valid keys.
+func NormalizeKey(key string) (string, error) {
+	k := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(key), "_", "-"))
+	for _, s := range settingsTable {
+		if s.key == k {
+			return k, nil
+		}
+	}
+	return "", fmt.Errorf("%w: unknown config key %q (valid: %s)", ErrInvalid, key, strings.Join(SettingKeys(), ", "))
+}
+
+// SettingKeys lists the canonical config keys.
+func SettingKeys() []string {
+	keys := make([]string, len(settingsTable))
+	for i, s := range settingsTable {
+		keys[i] = s.key
+	}
+	return keys
+}
+
+// SettingHelp describes the allowed values of a canonical key.
+func SettingHelp(key string) string {
+	for _, s := range settingsTable {
+		if s.key == key {
+			return s.help
+		}
+	}
+	return ""
+}
+
+// CheckSetting validates value for key and returns the canonical key and value.
+func CheckSetting(key, value string) (string, string, error) {
+	k, err := NormalizeKey(key)
+	if err != nil {
+		return "", "", err
+	}
+	s := DefaultSettings()
+	if err := s.set(k, strings.TrimSpace(value)); err != nil {
+		return "", "", err
+	}
+	return k, s.Get(k), nil
+}
+
+func (s *Settings) set(key, value string) error {
+	for _, st := range settingsTable {
+		if st.key == key {
+			if err := st.apply(s, value); err != nil {
+				return fmt.Errorf("%w: config %s=%q: %s", ErrInvalid, key, value, err.Error())
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: unknown config key %q", ErrInvalid, key)
+}
+
+// Get shows the value of a canonical key.
+func (s Settings) Get(key string) string {
+	for _, st := range settingsTable {
+		if st.key == key {
+			return st.show(s)
+		}
+	}
+	return ""
+}
+
+// SettingsFrom overlays stored key/values on the defaults. Unknown keys are
+// ignored (a newer binary may have written them); bad values are an error.
+func SettingsFrom(kv map[string]string) (Settings, error) {
+	s := DefaultSettings()
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if _, err := NormalizeKey(k); err != nil {
+			continue
+		}
+		if err := s.set(k, kv[k]); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// ParseDuration accepts Go durations ("90s", "1h30m"), a "d" day suffix
+// ("1d", "2d12h") and a plain number of seconds ("30", "1.5").
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("%w: empty duration", ErrInvalid)
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > float64(math.MaxInt64/int64(time.Second)) {
+			return 0, fmt.Errorf("%w: duration %q out of range", ErrInvalid, s)
+		}
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	var days time.Duration
+	if i := strings.IndexByte(s, 'd'); i >= 0 {
+		n, err := strconv.Atoi(s[:i])
+		if err != nil || n < 0 || n > 36500 {
+			return 0, fmt.Errorf("%w: duration %q (use e.g. 90s, 5m, 2h, 1d)", ErrInvalid, s)
+		}
+		days = time.Duration(n) * 24 * time.Hour
+		s = s[i+1:]
+		if s == "" {
+			return days, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%w: duration %q (use e.g. 90s, 5m, 2h, 1d)", ErrInvalid, s)
+	}
+	return days + d, nil
+}
+
+// FormatDuration shows d compactly ("1h", "90s", "1d").
+func FormatDuration(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	if d%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}

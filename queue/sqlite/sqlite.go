@@ -1,0 +1,339 @@
+// Package sqlite is queuectl's embedded Store: one SQLite file shared safely
+// by many worker processes on one host.
+//
+// Design:
+//   - WAL journal, so readers never block the writer.
+//   - One writer connection per process; every writing transaction is
+//     BEGIN IMMEDIATE (a deferred read-then-write upgrade would fail with
+//     SQLITE_BUSY without waiting), with a busy timeout plus a bounded retry
+//     on SQLITE_BUSY. Reads use a separate, query-only pool.
+//   - Pragmas are set in the DSN, so every connection gets them.
+//   - Claiming is one atomic UPDATE … WHERE rowid IN (SELECT … LIMIT n)
+//     RETURNING, backed by a partial index matching its filter and order.
+//   - Durability: transactions acknowledging a user's request (enqueue,
+//     retry, cancel, config) run with synchronous=FULL, so they survive a
+//     power loss. Worker state changes use synchronous=NORMAL: a power loss
+//     may forget a claim or an outcome, and the only effect is that the job
+//     runs again (at-least-once).
+//   - Wake-ups across processes: writers that make work runnable touch a
+//     "<db>-wake" file beside the database, which idle workers watch with
+//     inotify on Linux (elsewhere they fall back to polling).
+//   - Migrations are embedded and versioned with PRAGMA user_version; a
+//     database written by a newer binary is refused.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
+	"github.com/queuectl/queuectl/queue"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+var _ queue.Store = (*Store)(nil)
+
+// Store is a queue.Store on one SQLite file.
+type Store struct {
+	path    string
+	writeDB *sql.DB
+	readDB  *sql.DB
+
+	mu       sync.Mutex // serializes use of conn
+	conn     *sql.Conn  // the one writer connection
+	stmts    map[string]*sql.Stmt
+	fullSync bool
+
+	wake *waker
+}
+
+// Open opens (creating if needed) the database at path and applies
+// migrations. It refuses files that are not SQLite databases and databases
+// whose schema is newer than this binary, without changing them.
+func Open(ctx context.Context, path string) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := checkFile(abs); err != nil {
+		return nil, err
+	}
+	writeDB, err := sql.Open("sqlite3", dsn(abs, false))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	writeDB.SetMaxOpenConns(1)
+	writeDB.SetMaxIdleConns(1)
+	writeDB.SetConnMaxLifetime(0)
+	writeDB.SetConnMaxIdleTime(0)
+	s := &Store{path: abs, writeDB: writeDB, stmts: map[string]*sql.Stmt{}}
+	if s.conn, err = writeDB.Conn(ctx); err != nil {
+		writeDB.Close()
+		return nil, fmt.Errorf("open %s: %w", path, describe(err))
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.conn.Close()
+		writeDB.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	s.readDB, err = sql.Open("sqlite3", dsn(abs, true))
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	s.readDB.SetMaxOpenConns(4)
+	s.readDB.SetMaxIdleConns(4)
+	s.wake = newWaker(abs + "-wake")
+	return s, nil
+}
+
+// checkFile gives clear errors for a missing or unwritable directory and
+// for a file that is not SQLite, before SQLite touches anything.
+func checkFile(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("open %s: directory %s: %w", path, dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("open %s: %s is not a directory", path, dir)
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		// A new database: the directory must be writable (SQLite also needs
+		// it for the WAL and shared-memory files).
+		probe, err := os.CreateTemp(dir, ".queuectl-probe-*")
+		if err != nil {
+			return fmt.Errorf("open %s: directory %s is not writable: %w", path, dir, err)
+		}
+		probe.Close()
+		os.Remove(probe.Name())
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	header := make([]byte, 16)
+	n, _ := f.Read(header)
+	if n == 0 {
+		return nil // empty file: SQLite treats it as a new database
+	}
+	if n < 16 || string(header) != "SQLite format 3\x00" {
+		return fmt.Errorf("open %s: not a SQLite database", path)
+	}
+	return nil
+}
+
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", "5000")
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "NORMAL")
+	q.Set("_foreign_keys", "1")
+	q.Set("_txlock", "immediate")
+	q.Set("_cache_size", "-16000")
+	if readOnly {
+		q.Set("_query_only", "1")
+	}
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// migrate applies the embedded migrations in order, each in its own
+// immediate transaction that re-reads the version, so concurrent openers
+// agree.
+func (s *Store) migrate(ctx context.Context) error {
+	names, err := migrationFS.ReadDir("migrations")
+	if err != nil {
+		return err
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i].Name() < names[j].Name() })
+	latest := len(names)
+	var version int
+	if err := s.conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return describe(err)
+	}
+	if version > latest {
+		return fmt.Errorf("%w (schema version %d, this binary knows %d): upgrade queuectl", queue.ErrSchemaNewer, version, latest)
+	}
+	for i := version; i < latest; i++ {
+		body, err := migrationFS.ReadFile("migrations/" + names[i].Name())
+		if err != nil {
+			return err
+		}
+		err = s.write(ctx, true, func(tx *sql.Tx) error {
+			var v int
+			if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+				return err
+			}
+			if v > i {
+				return nil // another process applied it
+			}
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return fmt.Errorf("migration %s: %w", names[i].Name(), err)
+			}
+			_, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(i+1))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+	}
+	return nil
+}
+
+// Close releases the connections and the wake-up watcher.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = map[string]*sql.Stmt{}
+	if s.wake != nil {
+		s.wake.close()
+	}
+	if s.conn != nil {
+		errs = append(errs, s.conn.Close())
+		s.conn = nil
+	}
+	if s.readDB != nil {
+		errs = append(errs, s.readDB.Close())
+	}
+	errs = append(errs, s.writeDB.Close())
+	return errors.Join(errs...)
+}
+
+const busyTries = 10
+
+// write runs fn in a BEGIN IMMEDIATE transaction on the writer connection,
+// retrying a bounded number of times when SQLite reports the database busy.
+// full selects synchronous=FULL for transactions that acknowledge a user.
+func (s *Store) write(ctx context.Context, full bool, fn func(tx *sql.Tx) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return errors.New("store is closed")
+	}
+	if full != s.fullSync {
+		mode := "NORMAL"
+		if full {
+			mode = "FULL"
+		}
+		if _, err := s.conn.ExecContext(ctx, "PRAGMA synchronous = "+mode); err != nil {
+			return describe(err)
+		}
+		s.fullSync = full
+	}
+	var err error
+	for try := 1; ; try++ {
+		err = s.tryWrite(ctx, fn)
+		if err == nil || !isBusy(err) || try == busyTries || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(try) * 5 * time.Millisecond)
+	}
+	return describe(err)
+}
+
+func (s *Store) tryWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// stmt returns a statement prepared once on the writer connection, bound to tx.
+func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	st, ok := s.stmts[query]
+	if !ok {
+		var err error
+		if st, err = s.conn.PrepareContext(ctx, query); err != nil {
+			return nil, err
+		}
+		s.stmts[query] = st
+	}
+	return tx.StmtContext(ctx, st), nil
+}
+
+func isBusy(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
+}
+
+func isUnique(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.ExtendedCode == sqlite3.ErrConstraintUnique || se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey)
+}
+
+// describe turns SQLite's terse errors into ones a user can act on.
+func describe(err error) error {
+	var se sqlite3.Error
+	if err == nil || !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code {
+	case sqlite3.ErrNotADB:
+		return fmt.Errorf("not a SQLite database: %w", err)
+	case sqlite3.ErrReadonly, sqlite3.ErrPerm, sqlite3.ErrCantOpen:
+		return fmt.Errorf("database is not writable: %w", err)
+	case sqlite3.ErrBusy, sqlite3.ErrLocked:
+		return fmt.Errorf("database stayed busy after %d tries: %w", busyTries, err)
+	case sqlite3.ErrFull:
+		return fmt.Errorf("disk full: %w", err)
+	}
+	return err
+}
+
+// Time encoding: integer microseconds since the Unix epoch, UTC.
+
+func toUS(t time.Time) int64 { return t.UnixMicro() }
+
+func toUSNull(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixMicro(), Valid: true}
+}
+
+func fromUS(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+func fromUSNull(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return fromUS(n.Int64)
+}
+
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+func nullInt(p *int) sql.NullInt64 {
+	if p == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: int64(*p), Valid: true}
+}
+
+// placeholders returns "?, ?, ?" for n values.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}

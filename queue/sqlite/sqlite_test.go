@@ -1,0 +1,83 @@
+package sqlite_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/sqlite"
+	"github.com/queuectl/queuectl/queue/storetest"
+)
+
+func openAt(t *testing.T, path string) queue.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) storetest.Opener {
+		path := filepath.Join(t.TempDir(), "queue.db")
+		return func(t *testing.T) queue.Store { return openAt(t, path) }
+	})
+}
+
+func TestOpenRefusesBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	notDB := filepath.Join(dir, "notes.txt")
+	content := []byte("this is not a database, it is a text file with enough bytes\n")
+	if err := os.WriteFile(notDB, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sqlite.Open(context.Background(), notDB)
+	if err == nil || !strings.Contains(err.Error(), "not a SQLite database") {
+		t.Fatalf("want 'not a SQLite database', got %v", err)
+	}
+	if got, _ := os.ReadFile(notDB); string(got) != string(content) {
+		t.Fatal("the file was changed")
+	}
+	if _, err := os.Stat(notDB + "-wal"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("a WAL file was created beside a file that is not a database")
+	}
+
+	_, err = sqlite.Open(context.Background(), filepath.Join(dir, "missing", "queue.db"))
+	if err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("missing directory: got %v", err)
+	}
+
+	if os.Geteuid() != 0 { // root may write anywhere
+		ro := filepath.Join(dir, "ro")
+		os.Mkdir(ro, 0o555)
+		_, err = sqlite.Open(context.Background(), filepath.Join(ro, "queue.db"))
+		if err == nil || !strings.Contains(err.Error(), "not writable") {
+			t.Fatalf("read-only directory: got %v", err)
+		}
+	}
+}
+
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	s := openAt(t, path)
+	s.Close()
+	// Simulate a database written by a future binary.
+	raw, err := sqlite.OpenRaw(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec("PRAGMA user_version = 999"); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	_, err = sqlite.Open(context.Background(), path)
+	if !errors.Is(err, queue.ErrSchemaNewer) {
+		t.Fatalf("want ErrSchemaNewer, got %v", err)
+	}
+}

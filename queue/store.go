@@ -1,0 +1,173 @@
+package queue
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the durable state of queuectl. Every database (queue/sqlite,
+// queue/postgres) implements it, and queue/storetest holds the conformance
+// suite each implementation must pass on a real database.
+//
+// Stores map driver errors to the sentinel errors of this package. Methods
+// that change job state check the caller's claim (worker and attempt), so a
+// worker that lost its lease can never overwrite a rescuer's decision.
+type Store interface {
+	// InsertJobs stores fully resolved jobs in one transaction, all or none,
+	// durably (synced to disk) before it returns. A taken id fails the whole
+	// call with ErrDuplicate naming the id.
+	InsertJobs(ctx context.Context, jobs []*Job) error
+
+	// ClaimJobs atomically moves up to p.Limit runnable jobs (pending, or
+	// failed whose run_at has come) to processing for p.Worker, highest
+	// priority first, then earliest run_at, then oldest. No job is ever
+	// returned to two callers.
+	ClaimJobs(ctx context.Context, p ClaimParams) ([]*Job, error)
+
+	// SetProcess records the process group of a running attempt so that a
+	// rescuer on the same host can kill leftovers of a lost attempt.
+	SetProcess(ctx context.Context, p ProcessParams) error
+
+	// FinishJobs records attempt outcomes, each with its history row, in one
+	// transaction. A finish whose claim (job, worker, attempt) no longer
+	// holds is skipped: applied[i] reports whether finish i took effect.
+	FinishJobs(ctx context.Context, fs []Finish) (applied []bool, err error)
+
+	// Heartbeat renews the worker's registration and the leases of the jobs
+	// it holds. It reports the jobs it no longer holds, the jobs a user asked
+	// to cancel, and whether the worker was asked to stop.
+	Heartbeat(ctx context.Context, p HeartbeatParams) (HeartbeatResult, error)
+
+	// RescueCandidates lists processing jobs whose lease expired before now,
+	// or whose worker runs on host/bootID (the caller checks its process).
+	RescueCandidates(ctx context.Context, p RescueParams) ([]*Job, error)
+
+	// NextRunAt returns the earliest run_at among runnable jobs in the given
+	// queues (all when empty), or the zero time if there are none.
+	NextRunAt(ctx context.Context, queues []string) (time.Time, error)
+
+	// Wakeups delivers a (coalesced) signal whenever any process using the
+	// same database may have made new work runnable. It is a hint: the engine
+	// also polls. The channel is closed when ctx ends.
+	Wakeups(ctx context.Context) (<-chan struct{}, error)
+
+	RegisterWorker(ctx context.Context, w *WorkerInfo) error
+	UnregisterWorker(ctx context.Context, id string) error
+	ListWorkers(ctx context.Context) ([]*WorkerInfo, error)
+	// RequestStop asks the given workers (all when ids is empty) to drain and exit.
+	RequestStop(ctx context.Context, ids []string) error
+
+	GetJob(ctx context.Context, id string) (*Job, error)
+	ListJobs(ctx context.Context, p ListParams) ([]*Job, error)
+	Attempts(ctx context.Context, jobID string) ([]*Attempt, error)
+	// Output returns the captured output of one attempt (the latest when number is 0).
+	Output(ctx context.Context, jobID string, number int) (*Attempt, error)
+	CountJobs(ctx context.Context) ([]Count, error)
+	// AttemptStats returns finished attempts since the given time, for stats.
+	AttemptStats(ctx context.Context, since time.Time) ([]AttemptStat, error)
+
+	// RetryJobs moves failed or dead jobs (all dead jobs when p.AllDead) back
+	// to pending, runnable now, with attempts reset. It returns the ids moved.
+	RetryJobs(ctx context.Context, p RetryParams) ([]string, error)
+	// CancelJob cancels a pending or failed job at once; for a processing job
+	// it sets the cancel request the worker acts on. It returns the state the
+	// job had.
+	CancelJob(ctx context.Context, id string, now time.Time) (State, error)
+	// DeleteJobs deletes finished jobs (and their history) last updated before p.Before.
+	DeleteJobs(ctx context.Context, p DeleteParams) (int, error)
+
+	GetConfig(ctx context.Context) (map[string]string, error)
+	SetConfig(ctx context.Context, key, value string) error
+
+	Close() error
+}
+
+// ClaimParams selects and leases jobs for one worker.
+type ClaimParams struct {
+	Worker     string
+	Queues     []string // empty: every queue
+	Limit      int
+	Now        time.Time
+	LeaseUntil time.Time
+}
+
+// ProcessParams names the process group of a running attempt.
+type ProcessParams struct {
+	JobID     string
+	Worker    string
+	Attempt   int
+	PGID      int
+	PGIDStart uint64
+}
+
+// Finish is the outcome of one attempt and the state it moves the job to.
+type Finish struct {
+	JobID    string
+	Worker   string // the claim that must still hold
+	Attempt  int    // the claim's attempt number
+	State    State  // completed, failed, dead, cancelled, or pending (interrupted)
+	Attempts int    // the job's attempt count after this finish
+	RunAt    time.Time
+	ExitCode *int
+	Error    string
+	Record   Attempt // the history row
+	Now      time.Time
+}
+
+// HeartbeatParams renews a worker and its leases.
+type HeartbeatParams struct {
+	Worker     string
+	Jobs       []string
+	Now        time.Time
+	LeaseUntil time.Time
+}
+
+// HeartbeatResult tells a worker what changed under it.
+type HeartbeatResult struct {
+	Lost          []string // jobs it no longer holds
+	Cancel        []string // jobs a user asked to cancel
+	StopRequested bool
+}
+
+// RescueParams selects jobs whose worker may be gone.
+type RescueParams struct {
+	Now    time.Time
+	Host   string
+	BootID string
+}
+
+// ListParams filters ListJobs. Results are newest first.
+type ListParams struct {
+	States []State
+	Queue  string
+	Limit  int
+}
+
+// Count is the number of jobs in one queue and state.
+type Count struct {
+	Queue string
+	State State
+	N     int
+}
+
+// AttemptStat is one finished attempt, for statistics.
+type AttemptStat struct {
+	JobID      string
+	Queue      string
+	Outcome    Outcome
+	Duration   time.Duration
+	FinishedAt time.Time
+}
+
+// RetryParams selects jobs to retry.
+type RetryParams struct {
+	IDs     []string
+	AllDead bool
+	Now     time.Time
+}
+
+// DeleteParams selects finished jobs to delete.
+type DeleteParams struct {
+	Before time.Time
+	States []State // empty: every finished state
+}
