@@ -1,0 +1,332 @@
+// Package executor runs one shell command in its own process group: it starts
+// "sh -c SCRIPT" (or another configured shell), captures its combined output
+// with a size cap, enforces a timeout, honours context cancellation, and makes
+// sure no process of the command's group outlives Run. It knows nothing about
+// queues, jobs or retries; it reports what happened in a Result.
+//
+// # Process groups and stopping
+//
+// The shell is started as the leader of a new process group (Setpgid), whose
+// id equals the shell's pid; every process it starts stays in that group
+// unless it deliberately leaves it. On timeout or context cancellation the
+// whole group gets SIGTERM (followed by SIGCONT, so stopped members see it),
+// and SIGKILL once Config.KillGrace has passed if anything in the group is
+// still alive. Run returns as soon as the group is empty.
+//
+// When the shell exits on its own, any members of its group that are still
+// running (for example "sleep 60 &" left in the background, possibly holding
+// the output pipe open) are killed with SIGKILL, as job runners usually do,
+// and Result.KilledLeftovers is set. A job that wants to leave a daemon
+// behind must start it outside the group (setsid) and redirect its output.
+// So, when Run returns, no process of the group is left running.
+//
+// On Linux the shell is not reaped until the group has been signalled: while
+// it is an unreaped zombie its pid, and so the group id, cannot be reused by
+// the kernel, so group signals never hit an unrelated process.
+//
+// # Output
+//
+// Stdout and stderr share one pipe, so their lines interleave in the order
+// they were written. At most Config.OutputLimit bytes are kept: the first
+// half and the last half, with a marker line reporting how many bytes were
+// dropped in between. Capturing never blocks the command.
+//
+// A process that left the group (setsid) but still holds the output pipe
+// cannot delay Run by more than Config.WaitDelay after the group is gone: the
+// pipe is then closed on our side and such a process gets SIGPIPE/EPIPE on
+// its next write.
+//
+// # Caveats
+//
+// This relies on Unix process groups and is meant for Linux; on other Unix
+// systems it works, but the shell is reaped before leftovers are killed, so a
+// pid reuse in between could in theory misdirect a signal, and group liveness
+// counts zombies. Processes that escape the group (setsid, setpgid, double
+// fork into a new session) are not tracked. Processes in uninterruptible
+// sleep may outlive a SIGKILL for a while.
+package executor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/queuectl/queuectl/internal/proc"
+)
+
+// Defaults applied by New for zero Config fields.
+const (
+	DefaultKillGrace   = 5 * time.Second
+	DefaultOutputLimit = 1 << 20
+	DefaultWaitDelay   = 2 * time.Second
+)
+
+// DefaultShell is the shell used when Config.Shell is empty.
+func DefaultShell() []string { return []string{"/bin/sh", "-c"} }
+
+// Config configures an Executor. Zero fields take their defaults.
+type Config struct {
+	Shell       []string      // default []string{"/bin/sh", "-c"}
+	KillGrace   time.Duration // SIGTERM -> SIGKILL grace on timeout/cancel; default 5s
+	OutputLimit int64         // cap of captured output per run; default 1 MiB (1<<20)
+	// WaitDelay bounds how long Run waits, once the process group has been
+	// killed or has exited, for the output pipe to be closed by processes
+	// that escaped the group; default 2s.
+	WaitDelay time.Duration
+}
+
+// Command is one shell command to run.
+type Command struct {
+	Script  string         // passed as the argument after Shell
+	Env     []string       // extra "K=V" entries appended to os.Environ(); later entries win
+	Dir     string         // working directory, "" = inherit
+	Timeout time.Duration  // 0 = none
+	OnStart func(pgid int) // called once, after the process (group leader) started, before waiting
+}
+
+// Result describes one finished run.
+type Result struct {
+	ExitCode int       // exit status; -1 if killed by a signal or never started
+	Signal   string    // e.g. "SIGKILL", "SIGTERM"; "" if it exited normally
+	TimedOut bool      // the Timeout fired and we stopped the group
+	Canceled bool      // ctx was cancelled and we stopped the group (or it was done before start)
+	StartErr error     // the process could not be started (shell missing, bad Dir); ExitCode -1
+	Output   []byte    // combined stdout+stderr (one pipe, interleaved), capped
+	Dropped  int64     // bytes dropped by the cap (0 if none)
+	Started  time.Time // UTC
+	Finished time.Time // UTC
+
+	// PID is the shell's pid, which is also the process group id; 0 if the
+	// process never started.
+	PID int
+	// KilledLeftovers reports that the shell exited on its own but other
+	// processes of its group were still running and were SIGKILLed.
+	KilledLeftovers bool
+}
+
+// Executor runs commands. It holds only its configuration and is safe for
+// concurrent use.
+type Executor struct {
+	cfg Config
+}
+
+// New returns an Executor with cfg's zero fields set to their defaults.
+func New(cfg Config) *Executor {
+	if len(cfg.Shell) == 0 {
+		cfg.Shell = DefaultShell()
+	} else {
+		cfg.Shell = slices.Clone(cfg.Shell)
+	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = DefaultKillGrace
+	}
+	if cfg.OutputLimit <= 0 {
+		cfg.OutputLimit = DefaultOutputLimit
+	}
+	if cfg.WaitDelay <= 0 {
+		cfg.WaitDelay = DefaultWaitDelay
+	}
+	return &Executor{cfg: cfg}
+}
+
+// Config returns the effective configuration (defaults applied).
+func (e *Executor) Config() Config {
+	cfg := e.cfg
+	cfg.Shell = slices.Clone(cfg.Shell)
+	return cfg
+}
+
+// Run runs c to completion and reports the outcome. The command's stdin is
+// /dev/null. It does not return before
+// the shell has exited and its process group has been emptied (see the
+// package documentation); stopping on timeout or cancellation takes at most
+// about KillGrace. If ctx is already done, nothing is started and the Result
+// has Canceled set and StartErr wrapping ctx.Err().
+func (e *Executor) Run(ctx context.Context, c Command) Result {
+	res := Result{ExitCode: -1, Started: time.Now().UTC()}
+	if err := ctx.Err(); err != nil {
+		res.Canceled = true
+		res.StartErr = fmt.Errorf("start command: %w", err)
+		res.Finished = time.Now().UTC()
+		return res
+	}
+
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		res.StartErr = fmt.Errorf("create output pipe: %w", err)
+		res.Finished = time.Now().UTC()
+		return res
+	}
+	defer pr.Close()
+
+	cmd := exec.Command(e.cfg.Shell[0], append(slices.Clone(e.cfg.Shell[1:]), c.Script)...)
+	cmd.Env = append(os.Environ(), c.Env...) // exec keeps the last of duplicate keys
+	cmd.Dir = c.Dir
+	cmd.Stdout, cmd.Stderr = pw, pw // *os.File: the child writes straight into our pipe
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	res.Started = time.Now().UTC()
+	err = cmd.Start()
+	pw.Close() // only the child (and its descendants) hold the write end now
+	if err != nil {
+		res.StartErr = fmt.Errorf("start command: %w", err)
+		res.Finished = time.Now().UTC()
+		return res
+	}
+	pgid := cmd.Process.Pid
+	res.PID = pgid
+
+	out := newCapture(e.cfg.OutputLimit)
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := pr.Read(buf)
+			_, _ = out.Write(buf[:n])
+			if err != nil {
+				return // io.EOF once every writer is gone, or our forced Close
+			}
+		}
+	}()
+
+	// exited delivers once the shell has exited; the value reports whether
+	// it has already been reaped (only on platforms or in error paths where
+	// waiting without reaping is impossible).
+	exited := make(chan bool, 1)
+	go func() { exited <- waitExit(cmd) }()
+
+	var timeout <-chan time.Time
+	if c.Timeout > 0 {
+		t := time.NewTimer(c.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	if c.OnStart != nil {
+		onStartDone := false
+		defer func() {
+			if !onStartDone { // OnStart panicked: do not leave the group running
+				_ = KillGroup(pgid, syscall.SIGKILL)
+				if !<-exited {
+					_ = cmd.Wait()
+				}
+			}
+		}()
+		c.OnStart(pgid)
+		onStartDone = true
+	}
+
+	var reaped, leaderDone bool
+	select {
+	case reaped = <-exited:
+		leaderDone = true
+	case <-timeout:
+		res.TimedOut = true
+	case <-ctx.Done():
+		res.Canceled = true
+	}
+	if !leaderDone {
+		// An exit that raced with the deadline or the cancel is a normal exit.
+		select {
+		case reaped = <-exited:
+			leaderDone = true
+			res.TimedOut, res.Canceled = false, false
+		default:
+		}
+	}
+
+	stopped := !leaderDone
+	if stopped {
+		reaped, leaderDone = e.stopGroup(pgid, exited)
+		if !leaderDone {
+			reaped = <-exited
+		}
+	} else if proc.GroupAlive(pgid) {
+		res.KilledLeftovers = true
+	}
+	// The shell has exited. Kill whatever is left of its group. While the
+	// shell is unreaped its pid cannot be reused, so the signal is safe even
+	// when the group looks empty (it catches members forked during a scan).
+	if !reaped || proc.GroupAlive(pgid) {
+		_ = KillGroup(pgid, syscall.SIGKILL)
+	}
+
+	// Collect the remaining output and let killed members disappear, within
+	// WaitDelay.
+	deadline := time.Now().Add(e.cfg.WaitDelay)
+	drain := time.NewTimer(e.cfg.WaitDelay)
+	defer drain.Stop()
+	select {
+	case <-copied:
+	case <-drain.C:
+		pr.Close() // held open by a process outside the group
+		<-copied
+	}
+	if stopped || res.KilledLeftovers {
+		waitGroupGone(pgid, deadline)
+	}
+
+	if !reaped {
+		_ = cmd.Wait() // exit status is taken from ProcessState below
+	}
+	res.Finished = time.Now().UTC()
+	res.Output = out.Bytes()
+	res.Dropped = out.Dropped()
+	if st := cmd.ProcessState; st != nil {
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Signal = signalName(ws.Signal())
+		} else {
+			res.ExitCode = st.ExitCode()
+		}
+	}
+	return res
+}
+
+// stopGroup sends SIGTERM (and SIGCONT) to the group, then waits until the
+// shell has exited and no other member is alive, or until KillGrace passes,
+// and then sends SIGKILL to the group. It reports whether the shell has
+// exited (and whether it was reaped) while waiting.
+func (e *Executor) stopGroup(pgid int, exited <-chan bool) (reaped, leaderDone bool) {
+	_ = KillGroup(pgid, syscall.SIGTERM)
+	_ = KillGroup(pgid, syscall.SIGCONT)
+	grace := time.NewTimer(e.cfg.KillGrace)
+	defer grace.Stop()
+	poll := 5 * time.Millisecond
+	for !leaderDone || proc.GroupAlive(pgid) {
+		var tick <-chan time.Time
+		if leaderDone {
+			// Only other members are left; poll for them.
+			tick = time.After(poll)
+			poll = min(2*poll, 100*time.Millisecond)
+		}
+		select {
+		case reaped = <-exited:
+			leaderDone = true
+		case <-tick:
+		case <-grace.C:
+			if !reaped || proc.GroupAlive(pgid) {
+				_ = KillGroup(pgid, syscall.SIGKILL)
+			}
+			return reaped, leaderDone
+		}
+	}
+	return reaped, leaderDone
+}
+
+// waitGroupGone polls until no live process is left in group pgid or until
+// the deadline passes.
+func waitGroupGone(pgid int, deadline time.Time) {
+	poll := time.Millisecond
+	for proc.GroupAlive(pgid) {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		time.Sleep(min(poll, left))
+		poll = min(2*poll, 50*time.Millisecond)
+	}
+}

@@ -1,0 +1,20 @@
+// Package proc identifies this host and its processes, so that a supervisor
+// can tell whether a worker recorded earlier (by pid, process start time and
+// boot id) is still running on this host, and can clean up the process group
+// a dead worker left behind without ever signalling an unrelated process that
+// happens to have been given the same, reused, pid.
+//
+// The identity of a process is the pair (pid, start time); the identity of a
+// host run is its boot id. A pid recorded under a different boot id is
+// meaningless. Start times are opaque tokens, comparable only on the same
+// host and boot.
+//
+// It works fully on Linux (it reads /proc). On other Unix systems BootID
+// returns "", StartTime returns 0 for every existing process (so the
+// pid-reuse guard is unavailable) and liveness falls back to kill(pid, 0).
+//
+// Zombies (exited but not yet reaped processes) are treated as dead
+// everywhere in this package: they run no code and hold no resources besides
+// their pid, and in containers whose init does not reap orphans they may stay
+// around forever.
+package proc

@@ -1,0 +1,139 @@
+package proc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// BootID returns an identifier of the current boot
+// (/proc/sys/kernel/random/boot_id, trimmed); "" if unknown.
+func BootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// StartTime returns an opaque token for when process pid started: field 22
+// (starttime, in clock ticks since boot) of /proc/PID/stat. The error wraps
+// os.ErrNotExist if there is no such process.
+func StartTime(pid int) (uint64, error) {
+	st, err := readStat(pid)
+	if err != nil {
+		return 0, fmt.Errorf("start time: %w", err)
+	}
+	return st.start, nil
+}
+
+// Alive reports whether process pid exists and, when startTime != 0, started
+// at startTime (so a reused pid is not mistaken for the original). Zombies
+// count as not alive.
+func Alive(pid int, startTime uint64) bool {
+	st, err := readStat(pid)
+	if err != nil {
+		return false
+	}
+	if st.state == 'Z' || st.state == 'X' {
+		return false
+	}
+	return startTime == 0 || st.start == startTime
+}
+
+// GroupMembers returns the pids of the live (non-zombie) processes whose
+// process group is pgid, by scanning /proc. Its cost is proportional to the
+// number of processes on the host. Processes that appear or exit during the
+// scan may or may not be included.
+func GroupMembers(pgid int) ([]int, error) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	defer d.Close()
+	var members []int
+	for {
+		names, err := d.Readdirnames(512)
+		for _, name := range names {
+			pid, convErr := strconv.Atoi(name)
+			if convErr != nil || pid <= 0 {
+				continue
+			}
+			st, statErr := readStat(pid)
+			if statErr != nil {
+				continue // exited meanwhile, or unreadable
+			}
+			if st.pgrp == pgid && st.state != 'Z' && st.state != 'X' {
+				members = append(members, pid)
+			}
+		}
+		if err == io.EOF {
+			return members, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list processes: %w", err)
+		}
+	}
+}
+
+// stat holds the fields of /proc/PID/stat this package uses.
+type stat struct {
+	comm  string
+	state byte
+	ppid  int
+	pgrp  int
+	start uint64
+}
+
+// readStat reads /proc/PID/stat. Errors for a process that does not exist (or
+// vanished while being read) wrap os.ErrNotExist.
+func readStat(pid int) (stat, error) {
+	if pid <= 0 {
+		return stat{}, fmt.Errorf("pid %d: %w", pid, os.ErrNotExist)
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return stat{}, fmt.Errorf("pid %d: %w", pid, os.ErrNotExist)
+		}
+		return stat{}, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	st, err := parseStat(b)
+	if err != nil {
+		return stat{}, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	return st, nil
+}
+
+// parseStat parses the contents of /proc/PID/stat. The second field (comm) is
+// wrapped in parentheses and may itself contain spaces and parentheses, so
+// the fixed-format fields are taken from after the last ')'.
+func parseStat(b []byte) (stat, error) {
+	open := bytes.IndexByte(b, '(')
+	closing := bytes.LastIndexByte(b, ')')
+	if open < 0 || closing < open {
+		return stat{}, errors.New("malformed stat: no comm field")
+	}
+	// Fields 3.. (state is field 3, starttime field 22).
+	f := strings.Fields(string(b[closing+1:]))
+	if len(f) < 20 || len(f[0]) != 1 {
+		return stat{}, errors.New("malformed stat: too few fields")
+	}
+	st := stat{comm: string(b[open+1 : closing]), state: f[0][0]}
+	var err error
+	if st.ppid, err = strconv.Atoi(f[1]); err != nil {
+		return stat{}, fmt.Errorf("malformed stat: ppid: %w", err)
+	}
+	if st.pgrp, err = strconv.Atoi(f[2]); err != nil {
+		return stat{}, fmt.Errorf("malformed stat: pgrp: %w", err)
+	}
+	if st.start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
+		return stat{}, fmt.Errorf("malformed stat: starttime: %w", err)
+	}
+	return st, nil
+}
