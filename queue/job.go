@@ -114,8 +114,8 @@ type Job struct {
 // MaxAttempts is the total number of attempts the job may make.
 func (j *Job) MaxAttempts() int { return j.MaxRetries + 1 }
 
-// jobJSON is the stable JSON form of a job (see the CLI docs).
-type jobJSON struct {
+// JobJSON is the stable JSON form of a job (see docs/cli.md).
+type JobJSON struct {
 	ID         string     `json:"id"`
 	Queue      string     `json:"queue"`
 	Command    string     `json:"command"`
@@ -138,11 +138,12 @@ type jobJSON struct {
 // MarshalJSON renders the stable JSON form: RFC 3339 UTC times, timeout in
 // seconds, null for absent values.
 func (j *Job) MarshalJSON() ([]byte, error) {
-	return json.Marshal(j.jsonForm())
+	return json.Marshal(j.JSON())
 }
 
-func (j *Job) jsonForm() jobJSON {
-	out := jobJSON{
+// JSON returns the stable JSON form of the job.
+func (j *Job) JSON() JobJSON {
+	out := JobJSON{
 		ID: j.ID, Queue: j.Queue, Command: j.Command, State: j.State, Priority: j.Priority,
 		Attempts: j.Attempts, MaxRetries: j.MaxRetries, RunAt: j.RunAt.UTC(),
 		CreatedAt: j.CreatedAt.UTC(), UpdatedAt: j.UpdatedAt.UTC(), StartedAt: optTime(j.StartedAt),

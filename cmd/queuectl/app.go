@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/sqlite"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+)
+
+// app is the small factory every command gets its dependencies from.
+type app struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+
+	dbFlag    string
+	logLevel  string
+	logFormat string
+	now       func() time.Time
+}
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
+	return &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, now: func() time.Time { return time.Now().UTC() }}
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "queuectl",
+		Short: "A persistent job queue and cron scheduler for shell commands",
+		Long: `queuectl runs shell commands in the background with retries, exponential
+backoff and a dead-letter queue, on an embedded SQLite database (default) or
+PostgreSQL. Data lives in $QUEUECTL_HOME (default ~/.queuectl).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.PersistentFlags().StringVar(&a.dbFlag, "db", "", "database: a SQLite file path or a postgres:// URL (default $QUEUECTL_DB, else $QUEUECTL_HOME/queue.db)")
+	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	root.PersistentFlags().StringVar(&a.logFormat, "log-format", "auto", "log format: auto (console on a terminal, else JSON), console, json")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(
+		a.enqueueCmd(),
+		a.workerCmd(),
+		a.statusCmd(),
+		a.listCmd(),
+		a.showCmd(),
+		a.outputCmd(),
+		a.dlqCmd(),
+		a.retryCmd(),
+		a.cancelCmd(),
+		a.configCmd(),
+		a.statsCmd(),
+		a.cleanupCmd(),
+	)
+	for _, c := range root.Commands() {
+		wrapArgs(c)
+	}
+	return root
+}
+
+// wrapArgs makes argument-count errors usage errors (exit 2), recursively.
+func wrapArgs(c *cobra.Command) {
+	if c.Args != nil {
+		check := c.Args
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usageError{fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		wrapArgs(sub)
+	}
+}
+
+// home is $QUEUECTL_HOME (default ~/.queuectl), created on first use.
+func (a *app) home() (string, error) {
+	h := a.getenv("QUEUECTL_HOME")
+	if h == "" {
+		u, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("find home directory (set QUEUECTL_HOME): %w", err)
+		}
+		h = filepath.Join(u, ".queuectl")
+	}
+	if err := os.MkdirAll(h, 0o700); err != nil {
+		return "", fmt.Errorf("create %s: %w", h, err)
+	}
+	return h, nil
+}
+
+// dsn is the database the command uses: --db, then $QUEUECTL_DB, then
+// $QUEUECTL_HOME/queue.db.
+func (a *app) dsn() (string, error) {
+	if a.dbFlag != "" {
+		return a.dbFlag, nil
+	}
+	if d := a.getenv("QUEUECTL_DB"); d != "" {
+		return d, nil
+	}
+	h, err := a.home()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(h, "queue.db"), nil
+}
+
+func isPostgresURL(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// openStore opens the database named by dsn.
+func openStore(ctx context.Context, dsn string) (queue.Store, error) {
+	if isPostgresURL(dsn) {
+		return openPostgres(ctx, dsn)
+	}
+	return sqlite.Open(ctx, dsn)
+}
+
+// store opens the command's database.
+func (a *app) store(ctx context.Context) (queue.Store, error) {
+	dsn, err := a.dsn()
+	if err != nil {
+		return nil, err
+	}
+	return openStore(ctx, dsn)
+}
+
+// withStore opens the store, runs fn, and closes the store.
+func (a *app) withStore(cmd *cobra.Command, fn func(ctx context.Context, st queue.Store) error) error {
+	ctx := cmd.Context()
+	st, err := a.store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(ctx, st)
+}
+
+// logger builds the structured logger for long-running commands.
+func (a *app) logger(w io.Writer) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(a.logLevel)
+	if err != nil || a.logLevel == "" {
+		return zerolog.Nop(), usagef("--log-level %q: use debug, info, warn or error", a.logLevel)
+	}
+	var out io.Writer = w
+	switch a.logFormat {
+	case "json":
+	case "console":
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+	case "auto", "":
+		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+			out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+		}
+	default:
+		return zerolog.Nop(), usagef("--log-format %q: use auto, console or json", a.logFormat)
+	}
+	return zerolog.New(out).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+// printJSON writes v as indented JSON.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// table returns an aligned table writer; call Flush when done.
+func (a *app) table() *tabwriter.Writer {
+	return tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+}
+
+// fmtTime shows a time in UTC, or "-" when zero.
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02T15:04:05Z")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// truncate shortens s to n runes for tables.
+func truncate(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+	"github.com/spf13/cobra"
+)
+
+// jobSpec is the JSON form of a job to enqueue. Unknown fields are errors.
+type jobSpec struct {
+	ID         string            `json:"id"`
+	Queue      string            `json:"queue"`
+	Command    *string           `json:"command"`
+	Priority   int               `json:"priority"`
+	MaxRetries *int              `json:"max_retries"`
+	Timeout    json.RawMessage   `json:"timeout"`
+	RunAt      string            `json:"run_at"`
+	Env        map[string]string `json:"env"`
+	Dir        string            `json:"dir"`
+}
+
+type enqueueOptions struct {
+	file       string
+	command    string
+	id         string
+	queue      string
+	priority   int
+	maxRetries int
+	timeout    string
+	runAt      string
+}
+
+func (a *app) enqueueCmd() *cobra.Command {
+	var o enqueueOptions
+	cmd := &cobra.Command{
+		Use:   "enqueue [JSON]",
+		Short: "Add jobs to the queue",
+		Long: `Add a job, given as JSON or with flags, or many jobs from a JSON Lines file.
+
+JSON fields: command (required), id, queue, priority, max_retries,
+timeout (seconds or a duration such as "90s"), run_at (RFC 3339 time, or a
+delay such as "+30s", "+5m", "+2h", "+1d"), env (object), dir.
+Prints each new job id on its own line.`,
+		Example: `  queuectl enqueue '{"id":"job1","command":"sleep 2"}'
+  queuectl enqueue --command 'echo hello' --queue reports --run-at +5m
+  queuectl enqueue --file jobs.jsonl`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.runEnqueue(cmd, args, &o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.file, "file", "f", "", "read JSON Lines from a file (- for stdin), all in one transaction")
+	f.StringVar(&o.command, "command", "", "shell command to run")
+	f.StringVar(&o.id, "id", "", "job id (default: generated)")
+	f.StringVar(&o.queue, "queue", "", "queue name (default \"default\")")
+	f.IntVar(&o.priority, "priority", 0, "priority; higher runs first")
+	f.IntVar(&o.maxRetries, "max-retries", 0, "retries after the first attempt (default: the queue's or config max-retries)")
+	f.StringVar(&o.timeout, "timeout", "", "timeout, seconds or a duration such as 90s (default: config timeout)")
+	f.StringVar(&o.runAt, "run-at", "", "when to run: RFC 3339 time or a delay such as +30s")
+	return cmd
+}
+
+func (a *app) runEnqueue(cmd *cobra.Command, args []string, o *enqueueOptions) error {
+	now := a.now()
+	flagForm := cmd.Flags().Changed("command")
+	sources := 0
+	for _, used := range []bool{len(args) == 1, o.file != "", flagForm} {
+		if used {
+			sources++
+		}
+	}
+	if sources != 1 {
+		return usagef("enqueue: give exactly one of a JSON argument, --file or --command")
+	}
+	if !flagForm {
+		for _, name := range []string{"id", "queue", "priority", "max-retries", "timeout", "run-at"} {
+			if cmd.Flags().Changed(name) {
+				return usagef("enqueue: --%s goes with --command", name)
+			}
+		}
+	}
+	var jobs []queue.NewJob
+	switch {
+	case len(args) == 1:
+		n, err := parseJobJSON([]byte(args[0]), now)
+		if err != nil {
+			return usageError{fmt.Errorf("enqueue: %w", err)}
+		}
+		jobs = append(jobs, n)
+	case o.file != "":
+		var err error
+		if jobs, err = a.readJobLines(o.file, now); err != nil {
+			return err
+		}
+	default:
+		n, err := o.newJob(cmd, now)
+		if err != nil {
+			return usageError{fmt.Errorf("enqueue: %w", err)}
+		}
+		jobs = append(jobs, n)
+	}
+	return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+		queues, err := queueOverrides(ctx, st)
+		if err != nil {
+			return err
+		}
+		added, err := queue.Enqueue(ctx, st, queues, jobs, now)
+		if err != nil {
+			return fmt.Errorf("enqueue: %w", err)
+		}
+		w := bufio.NewWriter(a.stdout)
+		for _, j := range added {
+			w.WriteString(j.ID)
+			w.WriteByte('\n')
+		}
+		return w.Flush()
+	})
+}
+
+func (o *enqueueOptions) newJob(cmd *cobra.Command, now time.Time) (queue.NewJob, error) {
+	n := queue.NewJob{ID: o.id, Queue: o.queue, Command: o.command, Priority: o.priority}
+	if cmd.Flags().Changed("max-retries") {
+		if o.maxRetries < 0 {
+			return n, fmt.Errorf("--max-retries %d: must be 0 or more", o.maxRetries)
+		}
+		n.MaxRetries = &o.maxRetries
+	}
+	if o.timeout != "" {
+		d, err := parseTimeout(o.timeout)
+		if err != nil {
+			return n, fmt.Errorf("--timeout: %w", err)
+		}
+		n.Timeout = &d
+	}
+	if o.runAt != "" {
+		t, err := parseRunAt(o.runAt, now)
+		if err != nil {
+			return n, fmt.Errorf("--run-at: %w", err)
+		}
+		n.RunAt = t
+	}
+	return n, nil
+}
+
+// readJobLines parses a JSON Lines file; errors name the line.
+func (a *app) readJobLines(path string, now time.Time) ([]queue.NewJob, error) {
+	var r io.Reader = a.stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("enqueue: %w", err)}
+		}
+		defer f.Close()
+		r = f
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	var jobs []queue.NewJob
+	for line := 1; sc.Scan(); line++ {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		n, err := parseJobJSON(b, now)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("enqueue: %s line %d: %w", path, line, err)}
+		}
+		jobs = append(jobs, n)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("enqueue: read %s: %w", path, err)
+	}
+	if len(jobs) == 0 {
+		return nil, usagef("enqueue: %s holds no jobs", path)
+	}
+	return jobs, nil
+}
+
+// parseJobJSON decodes one job object strictly.
+func parseJobJSON(b []byte, now time.Time) (queue.NewJob, error) {
+	var s jobSpec
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return queue.NewJob{}, fmt.Errorf("invalid job JSON: %s", jsonError(err))
+	}
+	if dec.More() {
+		return queue.NewJob{}, errors.New("invalid job JSON: trailing data after the object")
+	}
+	if s.Command == nil || strings.TrimSpace(*s.Command) == "" {
+		return queue.NewJob{}, errors.New(`missing "command"`)
+	}
+	n := queue.NewJob{ID: s.ID, Queue: s.Queue, Command: *s.Command, Priority: s.Priority, MaxRetries: s.MaxRetries, Env: s.Env, Dir: s.Dir}
+	if s.MaxRetries != nil && *s.MaxRetries < 0 {
+		return n, fmt.Errorf(`"max_retries" %d: must be 0 or more`, *s.MaxRetries)
+	}
+	if len(s.Timeout) > 0 && string(s.Timeout) != "null" {
+		var text string
+		if err := json.Unmarshal(s.Timeout, &text); err != nil {
+			text = string(s.Timeout) // a number of seconds
+		}
+		d, err := parseTimeout(text)
+		if err != nil {
+			return n, fmt.Errorf(`"timeout": %w`, err)
+		}
+		n.Timeout = &d
+	}
+	if s.RunAt != "" {
+		t, err := parseRunAt(s.RunAt, now)
+		if err != nil {
+			return n, fmt.Errorf(`"run_at": %w`, err)
+		}
+		n.RunAt = t
+	}
+	return n, nil
+}
+
+func jsonError(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("%s at byte %d", syn.Error(), syn.Offset)
+	case errors.As(err, &typ):
+		return fmt.Sprintf("field %q must be a %s, not %s", typ.Field, typ.Type, typ.Value)
+	case errors.Is(err, io.EOF):
+		return "empty input"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+func parseTimeout(s string) (time.Duration, error) {
+	d, err := queue.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (use seconds or e.g. 90s, 5m)", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q must not be negative", s)
+	}
+	return d, nil
+}
+
+// parseRunAt accepts an RFC 3339 time or a delay "+30s", "+5m", "+2h", "+1d".
+func parseRunAt(s string, now time.Time) (time.Time, error) {
+	if rest, ok := strings.CutPrefix(s, "+"); ok {
+		d, err := queue.ParseDuration(rest)
+		if err != nil || d < 0 {
+			return time.Time{}, fmt.Errorf("%q is not a delay (use e.g. +30s, +5m, +2h, +1d)", s)
+		}
+		return now.Add(d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time nor a delay such as +30s", s)
+	}
+	return t.UTC(), nil
+}
+
+// queueOverrides reads per-queue defaults applied by a service's HCL file.
+func queueOverrides(ctx context.Context, st queue.Store) (map[string]queue.Overrides, error) {
+	return nil, nil
+}

@@ -1,0 +1,432 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) statusCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show job counts by state and queue, and active workers",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+				counts, err := st.CountJobs(ctx)
+				if err != nil {
+					return err
+				}
+				ws, err := st.ListWorkers(ctx)
+				if err != nil {
+					return err
+				}
+				byState := map[queue.State]int{}
+				byQueue := map[string]map[queue.State]int{}
+				var queues []string
+				for _, c := range counts {
+					byState[c.State] += c.N
+					if byQueue[c.Queue] == nil {
+						byQueue[c.Queue] = map[queue.State]int{}
+						queues = append(queues, c.Queue)
+					}
+					byQueue[c.Queue][c.State] += c.N
+				}
+				for _, s := range queue.States() {
+					byState[s] += 0
+				}
+				if asJSON {
+					return a.printJSON(struct {
+						Jobs    map[queue.State]int            `json:"jobs"`
+						Queues  map[string]map[queue.State]int `json:"queues"`
+						Workers int                            `json:"workers"`
+					}{byState, byQueue, len(ws)})
+				}
+				tw := a.table()
+				fmt.Fprint(tw, "QUEUE")
+				for _, s := range queue.States() {
+					fmt.Fprintf(tw, "\t%s", strings.ToUpper(string(s)))
+				}
+				fmt.Fprintln(tw)
+				for _, q := range queues {
+					fmt.Fprint(tw, q)
+					for _, s := range queue.States() {
+						fmt.Fprintf(tw, "\t%d", byQueue[q][s])
+					}
+					fmt.Fprintln(tw)
+				}
+				fmt.Fprint(tw, "total")
+				for _, s := range queue.States() {
+					fmt.Fprintf(tw, "\t%d", byState[s])
+				}
+				fmt.Fprintln(tw)
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				busy := 0
+				for _, w := range ws {
+					if len(w.CurrentJobs) > 0 {
+						busy++
+					}
+				}
+				_, err = fmt.Fprintf(a.stdout, "\nworkers: %d active (%d busy)\n", len(ws), busy)
+				return err
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// printJobs prints jobs as a table or JSON.
+func (a *app) printJobs(jobs []*queue.Job, asJSON bool) error {
+	if asJSON {
+		if jobs == nil {
+			jobs = []*queue.Job{}
+		}
+		return a.printJSON(jobs)
+	}
+	tw := a.table()
+	fmt.Fprintln(tw, "ID\tQUEUE\tSTATE\tATTEMPTS\tPRIORITY\tRUN AT\tUPDATED\tCOMMAND")
+	for _, j := range jobs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\n", j.ID, j.Queue, j.State, j.Attempts, j.MaxAttempts(),
+			j.Priority, fmtTime(j.RunAt), fmtTime(j.UpdatedAt), truncate(j.Command, 50))
+	}
+	return tw.Flush()
+}
+
+func (a *app) listCmd() *cobra.Command {
+	var asJSON bool
+	var state, q string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List jobs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p := queue.ListParams{Queue: q, Limit: limit}
+			if state != "" {
+				s, err := queue.ParseState(state)
+				if err != nil {
+					return err
+				}
+				p.States = []queue.State{s}
+			}
+			if limit < 0 {
+				return usagef("--limit %d: must be 0 (no limit) or more", limit)
+			}
+			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+				jobs, err := st.ListJobs(ctx, p)
+				if err != nil {
+					return err
+				}
+				return a.printJobs(jobs, asJSON)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&state, "state", "", "only jobs in this state: "+stateNames())
+	cmd.Flags().StringVar(&q, "queue", "", "only jobs in this queue")
+	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many jobs (0: all)")
+	return cmd
+}
+
+func stateNames() string {
+	var names []string
+	for _, s := range queue.States() {
+		names = append(names, string(s))
+	}
+	return strings.Join(names, ", ")
+}
+
+func (a *app) showCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show every field of a job and its attempt history",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+				j, err := st.GetJob(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				hist, err := st.Attempts(ctx, j.ID)
+				if err != nil {
+					return err
+				}
+				if hist == nil {
+					hist = []*queue.Attempt{}
+				}
+				if asJSON {
+					return a.printJSON(struct {
+						queue.JobJSON
+						History []*queue.Attempt `json:"history"`
+					}{j.JSON(), hist})
+				}
+				return a.printJob(j, hist)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) printJob(j *queue.Job, hist []*queue.Attempt) error {
+	tw := a.table()
+	timeout := "none"
+	if j.Timeout > 0 {
+		timeout = queue.FormatDuration(j.Timeout)
+	}
+	exit := "-"
+	if j.ExitCode != nil {
+		exit = strconv.Itoa(*j.ExitCode)
+	}
+	rows := [][2]string{
+		{"id", j.ID}, {"queue", j.Queue}, {"command", j.Command}, {"state", string(j.State)},
+		{"priority", strconv.Itoa(j.Priority)}, {"attempts", fmt.Sprintf("%d of at most %d", j.Attempts, j.MaxAttempts())},
+		{"max_retries", strconv.Itoa(j.MaxRetries)}, {"timeout", timeout},
+		{"backoff", fmt.Sprintf("base %g, max %s", j.BackoffBase, queue.FormatDuration(j.MaxBackoff))},
+		{"run_at", fmtTime(j.RunAt)}, {"created_at", fmtTime(j.CreatedAt)}, {"updated_at", fmtTime(j.UpdatedAt)},
+		{"started_at", fmtTime(j.StartedAt)}, {"finished_at", fmtTime(j.FinishedAt)}, {"exit_code", exit},
+		{"error", dash(j.Error)}, {"worker", dash(j.Worker)},
+	}
+	if j.Template != "" {
+		rows = append(rows, [2]string{"template", j.Template}, [2]string{"scheduled_at", fmtTime(j.ScheduledAt)})
+	}
+	if j.Dir != "" {
+		rows = append(rows, [2]string{"dir", j.Dir})
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(a.stdout, "\nhistory:")
+	if len(hist) == 0 {
+		fmt.Fprintln(a.stdout, "  (no attempts yet)")
+		return nil
+	}
+	tw = a.table()
+	fmt.Fprintln(tw, "  ATTEMPT\tSTARTED\tDURATION\tEXIT\tOUTCOME\tWORKER\tERROR")
+	for _, h := range hist {
+		exit := "-"
+		if h.ExitCode != nil {
+			exit = strconv.Itoa(*h.ExitCode)
+		}
+		if h.Signal != "" {
+			exit = h.Signal
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Number, fmtTime(h.StartedAt), h.Duration().Round(time.Millisecond),
+			exit, h.Outcome, dash(h.Worker), dash(h.Error))
+	}
+	return tw.Flush()
+}
+
+func (a *app) outputCmd() *cobra.Command {
+	var attempt int
+	cmd := &cobra.Command{
+		Use:   "output ID",
+		Short: "Print the captured output of a job's attempt (default: the latest)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if attempt < 0 {
+				return usagef("--attempt %d: must be 1 or more", attempt)
+			}
+			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+				at, err := st.Output(ctx, args[0], attempt)
+				if err != nil {
+					return err
+				}
+				if _, err := a.stdout.Write(at.Output); err != nil {
+					return err
+				}
+				if at.Dropped > 0 {
+					fmt.Fprintf(a.stderr, "note: %d bytes in the middle of this output were dropped (cap reached)\n", at.Dropped)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().IntVar(&attempt, "attempt", 0, "attempt number (default: the latest)")
+	return cmd
+}
+
+func (a *app) dlqCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "dlq", Short: "The dead-letter queue: jobs whose retries are exhausted"}
+	var asJSON bool
+	var limit int
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List dead jobs",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+				jobs, err := st.ListJobs(ctx, queue.ListParams{States: []queue.State{queue.StateDead}, Limit: limit})
+				if err != nil {
+					return err
+				}
+				return a.printJobs(jobs, asJSON)
+			})
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	list.Flags().IntVar(&limit, "limit", 0, "at most this many jobs (0: all)")
+	var all bool
+	retry := &cobra.Command{
+		Use:   "retry ID... | --all",
+		Short: "Send dead jobs back to pending with their attempts reset",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if all == (len(args) > 0) {
+				return usagef("dlq retry: give job ids or --all, not both")
+			}
+			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+				if !all {
+					for _, id := range args {
+						j, err := st.GetJob(ctx, id)
+						if err != nil {
+							return err
+						}
+						if j.State != queue.StateDead {
+							return fmt.Errorf("job %q is %s, not dead: %w", id, j.State, queue.ErrConflict)
+						}
+					}
+				}
+				moved, err := st.RetryJobs(ctx, queue.RetryParams{IDs: args, AllDead: all, Now: a.now()})
+				if err != nil {
+					return err
+				}
+				for _, id := range moved {
+					fmt.Fprintln(a.stdout, id)
+				}
+				if all && len(moved) == 0 {
+					fmt.Fprintln(a.stderr, "the dead-letter queue is empty")
+				}
+				return nil
+			})
+		},
+	}
+	retry.Flags().BoolVar(&all, "all", false, "retry every dead job")
+	cmd.AddCommand(list, retry)
+	return cmd
+}
+
+func (a *app) retryCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "retry ID...",
+		Short: "Run failed or dead jobs again now",
+		Long: `Move failed jobs (waiting for their backoff) or dead jobs back to pending,
+runnable now. A dead job's attempts are reset; a failed job keeps its count.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+				moved, err := st.RetryJobs(ctx, queue.RetryParams{IDs: args, Now: a.now()})
+				if err != nil {
+					return err
+				}
+				for _, id := range moved {
+					fmt.Fprintln(a.stdout, id)
+				}
+				return nil
+			})
+		},
+	}
+}
+
+func (a *app) cancelCmd() *cobra.Command {
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a pending, failed or running job",
+		Long: `Cancel a job. A pending or failed job is cancelled at once; for a running job
+its worker stops the command's process group, and this command waits until
+the job is cancelled (or has finished first).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+				was, err := st.CancelJob(ctx, args[0], a.now())
+				if err != nil {
+					return err
+				}
+				if was != queue.StateProcessing {
+					fmt.Fprintf(a.stdout, "%s cancelled\n", args[0])
+					return nil
+				}
+				return a.waitCancelled(ctx, st, args[0], wait)
+			})
+		},
+	}
+	cmd.Flags().DurationVar(&wait, "wait", time.Minute, "how long to wait for a running job to stop")
+	return cmd
+}
+
+func (a *app) waitCancelled(ctx context.Context, st queue.Store, id string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		j, err := st.GetJob(ctx, id)
+		if err != nil {
+			return err
+		}
+		switch {
+		case j.State == queue.StateCancelled:
+			fmt.Fprintf(a.stdout, "%s cancelled\n", id)
+			return nil
+		case j.State != queue.StateProcessing:
+			return fmt.Errorf("job %q ended as %s before its worker stopped it", id, j.State)
+		case time.Now().After(deadline):
+			return fmt.Errorf("job %q: cancel requested, but its worker has not stopped it within %s (is the worker alive?)", id, wait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (a *app) cleanupCmd() *cobra.Command {
+	var olderThan, state string
+	cmd := &cobra.Command{
+		Use:   "cleanup --older-than DUR [--state S]",
+		Short: "Delete finished jobs and their output",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if olderThan == "" {
+				return usagef("cleanup: --older-than is required (e.g. 7d, 12h)")
+			}
+			d, err := queue.ParseDuration(olderThan)
+			if err != nil || d < 0 {
+				return usagef("--older-than %q: use a duration such as 7d or 12h", olderThan)
+			}
+			p := queue.DeleteParams{Before: a.now().Add(-d)}
+			if state != "" {
+				s, err := queue.ParseState(state)
+				if err != nil {
+					return err
+				}
+				if !s.Finished() {
+					return usagef("--state %s: only finished jobs can be deleted (completed, dead, cancelled)", s)
+				}
+				p.States = []queue.State{s}
+			}
+			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+				n, err := st.DeleteJobs(ctx, p)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(a.stdout, "deleted %d job(s)\n", n)
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVar(&olderThan, "older-than", "", "delete jobs last updated longer ago than this (e.g. 7d)")
+	cmd.Flags().StringVar(&state, "state", "", "only this state: completed, dead or cancelled (default: all three)")
+	return cmd
+}
