@@ -91,6 +91,7 @@ Keys may be spelled with underscores (max_retries).`,
 			})
 		},
 	}
+	set.Flags().SetInterspersed(false) // so "config set max-retries -3" reaches the range check
 	cmd.AddCommand(get, set)
 	return cmd
 }

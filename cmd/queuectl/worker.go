@@ -361,20 +361,17 @@ func (a *app) stopWorkers(ctx context.Context, st queue.Store, timeout time.Dura
 	host, _ := os.Hostname()
 	boot := proc.BootID()
 	var local []*queue.WorkerInfo
-	var ids []string
 	for _, w := range ws {
 		if w.Host == host && w.BootID == boot && proc.Alive(w.PID, w.ProcStart) {
 			local = append(local, w)
-			ids = append(ids, w.ID)
 		}
 	}
 	if len(local) == 0 {
 		fmt.Fprintln(a.stdout, "no workers running on this host")
 		return nil
 	}
-	if err := st.RequestStop(ctx, ids); err != nil {
-		return err
-	}
+	// A signal, not the store's stop request, so that a worker sees exactly
+	// one request now and a second one only when --timeout passes.
 	signalAll(local, syscall.SIGTERM)
 	start := time.Now()
 	forced := false

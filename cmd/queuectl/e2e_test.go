@@ -1,0 +1,512 @@
+package main
+
+// End-to-end tests of the built queuectl binary, each with its own
+// temporary QUEUECTL_HOME.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/queuectl/queuectl/internal/proc"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "queuectl-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "queuectl")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build queuectl:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cli runs the binary against one temporary home.
+type cli struct {
+	t    *testing.T
+	home string
+}
+
+func newCLI(t *testing.T) *cli {
+	t.Helper()
+	c := &cli{t: t, home: t.TempDir()}
+	t.Cleanup(func() {
+		// Never leave workers behind, whatever the test did.
+		c.run("worker", "stop", "--timeout", "1s")
+	})
+	return c
+}
+
+func (c *cli) cmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), "QUEUECTL_HOME="+c.home, "QUEUECTL_DB=")
+	cmd.Dir = c.home
+	return cmd
+}
+
+// run returns stdout, stderr and the exit code.
+func (c *cli) run(args ...string) (string, string, int) {
+	c.t.Helper()
+	cmd := c.cmd(args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		c.t.Fatalf("run %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func (c *cli) ok(args ...string) string {
+	c.t.Helper()
+	out, errOut, code := c.run(args...)
+	if code != 0 {
+		c.t.Fatalf("queuectl %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+	}
+	return out
+}
+
+type jobView struct {
+	ID         string     `json:"id"`
+	Queue      string     `json:"queue"`
+	State      string     `json:"state"`
+	Priority   int        `json:"priority"`
+	Attempts   int        `json:"attempts"`
+	MaxRetries int        `json:"max_retries"`
+	Timeout    *float64   `json:"timeout"`
+	RunAt      time.Time  `json:"run_at"`
+	CreatedAt  time.Time  `json:"created_at"`
+	StartedAt  *time.Time `json:"started_at"`
+	ExitCode   *int       `json:"exit_code"`
+	Error      *string    `json:"error"`
+	History    []struct {
+		Attempt    int       `json:"attempt"`
+		StartedAt  time.Time `json:"started_at"`
+		FinishedAt time.Time `json:"finished_at"`
+		ExitCode   *int      `json:"exit_code"`
+		Signal     *string   `json:"signal"`
+		Outcome    string    `json:"outcome"`
+	} `json:"history"`
+}
+
+func (c *cli) job(id string) jobView {
+	c.t.Helper()
+	var j jobView
+	if err := json.Unmarshal([]byte(c.ok("show", id, "--json")), &j); err != nil {
+		c.t.Fatalf("show %s: %v", id, err)
+	}
+	return j
+}
+
+func (c *cli) list(state string) []jobView {
+	c.t.Helper()
+	args := []string{"list", "--json", "--limit", "0"}
+	if state != "" {
+		args = append(args, "--state", state)
+	}
+	var js []jobView
+	if err := json.Unmarshal([]byte(c.ok(args...)), &js); err != nil {
+		c.t.Fatalf("list: %v", err)
+	}
+	return js
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (c *cli) waitState(id, state string, timeout time.Duration) jobView {
+	c.t.Helper()
+	var j jobView
+	waitFor(c.t, id+" to be "+state, timeout, func() bool {
+		j = c.job(id)
+		return j.State == state
+	})
+	return j
+}
+
+func (c *cli) waitAll(state string, n int, timeout time.Duration) {
+	c.t.Helper()
+	waitFor(c.t, fmt.Sprintf("%d jobs %s", n, state), timeout, func() bool {
+		var s struct {
+			Jobs map[string]int `json:"jobs"`
+		}
+		json.Unmarshal([]byte(c.ok("status", "--json")), &s)
+		return s.Jobs[state] == n
+	})
+}
+
+func TestE2EJobCompletes(t *testing.T) {
+	c := newCLI(t)
+	if got := c.ok("enqueue", `{"id":"job1","command":"echo hello"}`); got != "job1\n" {
+		t.Fatalf("enqueue printed %q", got)
+	}
+	pids := strings.Fields(c.ok("worker", "start"))
+	if len(pids) != 1 {
+		t.Fatalf("worker start printed %v", pids)
+	}
+	j := c.waitState("job1", "completed", 20*time.Second)
+	if j.ExitCode == nil || *j.ExitCode != 0 || len(j.History) != 1 || j.History[0].Outcome != "succeeded" {
+		t.Fatalf("completed job: %+v", j)
+	}
+	if out := c.ok("output", "job1"); out != "hello\n" {
+		t.Fatalf("output = %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(c.home, "logs", "worker-"+pids[0]+".log")); err != nil {
+		t.Fatalf("worker log: %v", err)
+	}
+}
+
+func TestE2ERetryBackoffAndDLQ(t *testing.T) {
+	c := newCLI(t)
+	c.ok("config", "set", "backoff_base", "1.5")
+	c.ok("enqueue", "--id", "flaky", "--command", "echo try $QUEUECTL_ATTEMPT; exit 4", "--max-retries", "2")
+	c.ok("worker", "start", "--count", "2")
+	j := c.waitState("flaky", "dead", 30*time.Second)
+	if len(j.History) != 3 || j.Attempts != 3 || j.Error == nil || *j.Error != "exit status 4" {
+		t.Fatalf("dead job: %+v", j)
+	}
+	// After the n-th failure the job waits 1.5^n seconds: 1.5s, then 2.25s.
+	for n, want := range map[int]time.Duration{1: 1500 * time.Millisecond, 2: 2250 * time.Millisecond} {
+		gap := j.History[n].StartedAt.Sub(j.History[n-1].FinishedAt)
+		if gap < want || gap > want+1500*time.Millisecond {
+			t.Errorf("wait after failure %d: %s, want %s (+ pick-up time)", n, gap, want)
+		}
+	}
+	var dead []jobView
+	json.Unmarshal([]byte(c.ok("dlq", "list", "--json")), &dead)
+	if len(dead) != 1 || dead[0].ID != "flaky" {
+		t.Fatalf("dlq list: %+v", dead)
+	}
+	c.ok("worker", "stop")
+	if got := c.ok("dlq", "retry", "flaky"); got != "flaky\n" {
+		t.Fatalf("dlq retry printed %q", got)
+	}
+	if j := c.job("flaky"); j.State != "pending" || j.Attempts != 0 {
+		t.Fatalf("retried job: state %s attempts %d", j.State, j.Attempts)
+	}
+	if out := c.ok("output", "flaky", "--attempt", "2"); out != "try 2\n" {
+		t.Fatalf("output of attempt 2: %q", out)
+	}
+}
+
+// appendIDCommand makes each job append its id to one file (O_APPEND
+// writes of a short line are atomic), the side effect that proves it ran.
+func appendIDCommand(file string) string {
+	return fmt.Sprintf(`echo "$QUEUECTL_JOB_ID" >> %s`, file)
+}
+
+func checkRanOnce(t *testing.T, file string, n int) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, id := range strings.Fields(string(b)) {
+		seen[id]++
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Errorf("job %s ran %d times", id, k)
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("%d distinct jobs ran, want %d", len(seen), n)
+	}
+}
+
+func enqueueMany(t *testing.T, c *cli, n int, command string) {
+	t.Helper()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"id":"j%04d","command":%q}`+"\n", i, command)
+	}
+	path := filepath.Join(t.TempDir(), "jobs.jsonl")
+	os.WriteFile(path, []byte(b.String()), 0o644)
+	if ids := strings.Fields(c.ok("enqueue", "--file", path)); len(ids) != n {
+		t.Fatalf("enqueued %d jobs, want %d", len(ids), n)
+	}
+}
+
+func TestE2EWorkersShareJobsExactlyOnce(t *testing.T) {
+	c := newCLI(t)
+	side := filepath.Join(c.home, "ran.txt")
+	enqueueMany(t, c, 500, appendIDCommand(side))
+	c.ok("worker", "start", "--count", "4")
+	c.waitAll("completed", 500, 120*time.Second)
+	checkRanOnce(t, side, 500)
+}
+
+// Many OS processes claiming 2,000 jobs at once on one SQLite file: every
+// job runs exactly once, none is lost, and no SQLITE_BUSY surfaces.
+func TestE2EManyProcessesClaim2000Jobs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	c := newCLI(t)
+	side := filepath.Join(c.home, "ran.txt")
+	enqueueMany(t, c, 2000, appendIDCommand(side))
+	c.ok("worker", "start", "--count", "8")
+	c.waitAll("completed", 2000, 300*time.Second)
+	checkRanOnce(t, side, 2000)
+	for _, j := range c.list("") {
+		if j.Attempts != 1 {
+			t.Errorf("job %s took %d attempts", j.ID, j.Attempts)
+		}
+	}
+	c.ok("worker", "stop")
+	logs, _ := filepath.Glob(filepath.Join(c.home, "logs", "*.log"))
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		if bytes.Contains(b, []byte(`"level":"error"`)) || bytes.Contains(bytes.ToLower(b), []byte("busy")) {
+			t.Errorf("%s reports errors:\n%s", l, b)
+		}
+	}
+}
+
+func TestE2ECommandNotFound(t *testing.T) {
+	c := newCLI(t)
+	c.ok("enqueue", `{"id":"missing","command":"no_such_command_xyz","max_retries":0,"priority":5}`)
+	c.ok("enqueue", `{"id":"next","command":"echo next"}`)
+	c.ok("worker", "start")
+	j := c.waitState("missing", "dead", 20*time.Second)
+	if j.ExitCode == nil || *j.ExitCode != 127 || j.Error == nil || !strings.Contains(*j.Error, "127") {
+		t.Fatalf("missing command: %+v", j)
+	}
+	if out := c.ok("output", "missing"); !strings.Contains(out, "not found") {
+		t.Fatalf("output should say the command was not found: %q", out)
+	}
+	c.waitState("next", "completed", 20*time.Second)
+}
+
+func TestE2EDataSurvivesRestart(t *testing.T) {
+	c := newCLI(t)
+	for i := range 5 {
+		c.ok("enqueue", "--id", fmt.Sprintf("r%d", i), "--command", "true")
+	}
+	// A new process sees them all.
+	if got := c.list("pending"); len(got) != 5 {
+		t.Fatalf("pending after restart: %d", len(got))
+	}
+	c.ok("worker", "start")
+	c.waitAll("completed", 5, 30*time.Second)
+}
+
+func TestE2EKilledWorkerJobIsRescued(t *testing.T) {
+	c := newCLI(t)
+	pidFile := filepath.Join(c.home, "pgid")
+	// The first attempt records its process group and hangs; later ones finish.
+	cmd := fmt.Sprintf(`if [ "$QUEUECTL_ATTEMPT" = 1 ]; then echo $$ > %s; sleep 60 & sleep 60; wait; fi; echo rescued`, pidFile)
+	c.ok("enqueue", "--id", "victim", "--command", cmd)
+	first := strings.TrimSpace(c.ok("worker", "start"))
+	waitFor(t, "first attempt to start", 20*time.Second, func() bool {
+		b, err := os.ReadFile(pidFile)
+		return err == nil && len(bytes.TrimSpace(b)) > 0
+	})
+	b, _ := os.ReadFile(pidFile)
+	pgid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	pid, _ := strconv.Atoi(first)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c.ok("worker", "start")
+	j := c.waitState("victim", "completed", 30*time.Second)
+	if len(j.History) != 2 || j.History[0].Outcome != "lost" || j.History[1].Outcome != "succeeded" {
+		t.Fatalf("history: %+v", j.History)
+	}
+	if members, _ := proc.GroupMembers(pgid); len(members) != 0 {
+		t.Fatalf("process group %d of the lost attempt still has %v", pgid, members)
+	}
+	if out := c.ok("output", "victim"); out != "rescued\n" {
+		t.Fatalf("output %q", out)
+	}
+}
+
+func TestE2EWorkerStopLetsRunningJobFinish(t *testing.T) {
+	c := newCLI(t)
+	c.ok("enqueue", "--id", "slow", "--command", "sleep 1; echo finished")
+	c.ok("worker", "start")
+	c.waitState("slow", "processing", 20*time.Second)
+	c.ok("worker", "stop")
+	j := c.job("slow")
+	if j.State != "completed" {
+		t.Fatalf("after worker stop the running job should have finished, state %s", j.State)
+	}
+	var ws []any
+	json.Unmarshal([]byte(c.ok("worker", "list", "--json")), &ws)
+	if len(ws) != 0 {
+		t.Fatalf("workers left registered: %v", ws)
+	}
+}
+
+func TestE2EWorkerStopTimeoutPutsJobBack(t *testing.T) {
+	c := newCLI(t)
+	c.ok("enqueue", "--id", "long", "--command", "sleep 60")
+	c.ok("worker", "start")
+	c.waitState("long", "processing", 20*time.Second)
+	c.ok("worker", "stop", "--timeout", "200ms")
+	j := c.job("long")
+	if j.State != "pending" || j.Attempts != 0 || len(j.History) != 1 || j.History[0].Outcome != "interrupted" {
+		t.Fatalf("an interrupted job goes back to pending uncharged: %+v", j)
+	}
+}
+
+func TestE2EPriorityOrderAndRunAt(t *testing.T) {
+	c := newCLI(t)
+	c.ok("enqueue", "--id", "low", "--command", "true", "--priority", "1")
+	c.ok("enqueue", "--id", "high", "--command", "true", "--priority", "9")
+	c.ok("enqueue", "--id", "mid", "--command", "true", "--priority", "5")
+	c.ok("enqueue", "--id", "later", "--command", "true", "--priority", "100", "--run-at", "+2s")
+	c.ok("worker", "start")
+	c.waitAll("completed", 4, 30*time.Second)
+	var order []jobView
+	for _, id := range []string{"low", "high", "mid", "later"} {
+		order = append(order, c.job(id))
+	}
+	sort.Slice(order, func(i, j int) bool { return order[i].StartedAt.Before(*order[j].StartedAt) })
+	var got []string
+	for _, j := range order {
+		got = append(got, j.ID)
+	}
+	if strings.Join(got, ",") != "high,mid,low,later" {
+		t.Fatalf("start order %v", got)
+	}
+	later := c.job("later")
+	if later.StartedAt.Sub(later.CreatedAt) < 2*time.Second {
+		t.Fatalf("run_at +2s job started after %s", later.StartedAt.Sub(later.CreatedAt))
+	}
+}
+
+func TestE2ETimeoutKillsProcessTree(t *testing.T) {
+	c := newCLI(t)
+	pidFile := filepath.Join(c.home, "pgid")
+	c.ok("enqueue", `{"id":"hang","command":"echo $$ > `+pidFile+`; sleep 60 & sleep 60; wait","timeout":"1s","max_retries":0}`)
+	c.ok("worker", "start", "--kill-grace", "500ms")
+	j := c.waitState("hang", "dead", 30*time.Second)
+	if len(j.History) != 1 || j.History[0].Outcome != "timed_out" || !strings.Contains(*j.Error, "timed out") {
+		t.Fatalf("timed out job: %+v", j)
+	}
+	b, _ := os.ReadFile(pidFile)
+	pgid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pgid <= 1 {
+		t.Fatalf("no pgid recorded: %q", b)
+	}
+	if members, _ := proc.GroupMembers(pgid); len(members) != 0 {
+		t.Fatalf("processes of the timed-out job survive: %v", members)
+	}
+}
+
+func TestE2ECancelRunningJob(t *testing.T) {
+	c := newCLI(t)
+	c.ok("enqueue", "--id", "c1", "--command", "sleep 60")
+	c.ok("enqueue", "--id", "c2", "--command", "true", "--run-at", "+1h")
+	c.ok("worker", "start")
+	c.waitState("c1", "processing", 20*time.Second)
+	if out := c.ok("cancel", "c1"); !strings.Contains(out, "cancelled") {
+		t.Fatalf("cancel printed %q", out)
+	}
+	j := c.job("c1")
+	if j.State != "cancelled" || j.History[0].Outcome != "cancelled" {
+		t.Fatalf("cancelled running job: %+v", j)
+	}
+	c.ok("cancel", "c2")
+	if c.job("c2").State != "cancelled" {
+		t.Fatal("pending job not cancelled")
+	}
+}
+
+func TestE2EBadInput(t *testing.T) {
+	c := newCLI(t)
+	c.ok("enqueue", `{"id":"taken","command":"true"}`)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"malformed JSON", []string{"enqueue", `{"command": "true"`}, 2, "invalid job JSON"},
+		{"missing command", []string{"enqueue", `{"id":"x"}`}, 2, `missing "command"`},
+		{"unknown field", []string{"enqueue", `{"command":"true","comand":"x"}`}, 2, "comand"},
+		{"duplicate id", []string{"enqueue", `{"id":"taken","command":"true"}`}, 2, "taken"},
+		{"negative retries", []string{"enqueue", `{"command":"true","max_retries":-1}`}, 2, "max_retries"},
+		{"negative retries flag", []string{"enqueue", "--command", "true", "--max-retries", "-1"}, 2, "max-retries"},
+		{"bad run_at", []string{"enqueue", `{"command":"true","run_at":"tomorrow"}`}, 2, "run_at"},
+		{"bad timeout", []string{"enqueue", `{"command":"true","timeout":"soon"}`}, 2, "timeout"},
+		{"unknown state", []string{"list", "--state", "sleeping"}, 2, "pending, processing"},
+		{"unknown id", []string{"show", "nope"}, 1, "nope"},
+		{"unknown id retry", []string{"retry", "nope"}, 1, "nope"},
+		{"bad config value", []string{"config", "set", "max-retries", "-3"}, 2, "0 to 1000"},
+		{"unknown config key", []string{"config", "set", "colour", "blue"}, 2, "max-retries"},
+		{"unknown flag", []string{"list", "--colour"}, 2, "colour"},
+		{"extra argument", []string{"show", "a", "b"}, 2, "show"},
+	}
+	before := c.ok("list", "--json")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := c.run(tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d (stderr %q)", code, tc.code, errOut)
+			}
+			if out != "" {
+				t.Errorf("stdout should be empty, got %q", out)
+			}
+			if strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, tc.msg) {
+				t.Errorf("want one line naming %q, got %q", tc.msg, errOut)
+			}
+		})
+	}
+	if after := c.ok("list", "--json"); after != before {
+		t.Fatalf("bad input changed stored data:\nbefore %s\nafter %s", before, after)
+	}
+	if got := c.ok("config", "get", "max_retries"); got != "3\n" {
+		t.Fatalf("config changed: %q", got)
+	}
+}
+
+func TestE2EBatchEnqueueIsAtomic(t *testing.T) {
+	c := newCLI(t)
+	path := filepath.Join(t.TempDir(), "jobs.jsonl")
+	os.WriteFile(path, []byte(`{"id":"a","command":"true"}`+"\n"+`{"id":"b","command":"true"}`+"\n"+`{"id":"a","command":"true"}`+"\n"), 0o644)
+	_, errOut, code := c.run("enqueue", "--file", path)
+	if code != 2 || !strings.Contains(errOut, `"a"`) {
+		t.Fatalf("duplicate in a batch: exit %d %q", code, errOut)
+	}
+	if n := len(c.list("")); n != 0 {
+		t.Fatalf("a rejected batch stored %d jobs", n)
+	}
+	os.WriteFile(path, []byte(`{"command":"true"}`+"\n"+`{"command":true}`+"\n"), 0o644)
+	if _, errOut, code := c.run("enqueue", "--file", path); code != 2 || !strings.Contains(errOut, "line 2") {
+		t.Fatalf("bad line: exit %d %q", code, errOut)
+	}
+}
