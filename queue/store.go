@@ -76,6 +76,24 @@ type Store interface {
 	// DeleteJobs deletes finished jobs (and their history) last updated before p.Before.
 	DeleteJobs(ctx context.Context, p DeleteParams) (int, error)
 
+	// ApplyQueues replaces the queues declared by a configuration file.
+	ApplyQueues(ctx context.Context, qs []QueueConfig) error
+	// Queues returns the declared queues, by name order.
+	Queues(ctx context.Context) ([]QueueConfig, error)
+
+	// ApplyTemplates makes the store's recurring jobs exactly ts: a new
+	// template's cursor starts at now, a changed one keeps its cursor, and
+	// one missing from ts is deleted, so it stops firing.
+	ApplyTemplates(ctx context.Context, ts []*Template, now time.Time) error
+	// Templates returns every template with its state and newest job.
+	Templates(ctx context.Context) ([]*Template, error)
+	// FireTemplate fires one slot (or a manual trigger) of a template in one
+	// transaction: it enforces the overlap policy against the template's
+	// active jobs, inserts the job unless its fire key exists already, and
+	// moves the cursor. Any number of schedulers may fire the same slot; at
+	// most one job results.
+	FireTemplate(ctx context.Context, p FireParams) (FireResult, error)
+
 	GetConfig(ctx context.Context) (map[string]string, error)
 	SetConfig(ctx context.Context, key, value string) error
 

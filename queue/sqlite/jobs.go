@@ -70,8 +70,8 @@ func scanJobs(rows *sql.Rows) ([]*queue.Job, error) {
 }
 
 const insertJob = `INSERT INTO jobs (id, queue, command, state, priority, attempts, max_retries, timeout_us,
-	backoff_base, max_backoff_us, run_at, created_at, updated_at, env, dir, template, scheduled_at)
-	VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	backoff_base, max_backoff_us, run_at, created_at, updated_at, env, dir, template, scheduled_at, fire_key)
+	VALUES (?, ?, ?, 'pending', ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // InsertJobs implements queue.Store.
 func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
@@ -84,18 +84,7 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 			return err
 		}
 		for _, j := range jobs {
-			var env sql.NullString
-			if len(j.Env) > 0 {
-				b, _ := json.Marshal(j.Env)
-				env = sql.NullString{String: string(b), Valid: true}
-			}
-			_, err := st.ExecContext(ctx, j.ID, j.Queue, j.Command, string(queue.StatePending), j.Priority, j.MaxRetries,
-				j.Timeout.Microseconds(), j.BackoffBase, j.MaxBackoff.Microseconds(), toUS(j.RunAt), toUS(j.CreatedAt),
-				toUS(j.UpdatedAt), env, nullString(j.Dir), nullString(j.Template), toUSNull(j.ScheduledAt))
-			if isUnique(err) {
-				return fmt.Errorf("%w: %q already exists", queue.ErrDuplicate, j.ID)
-			}
-			if err != nil {
+			if err := execInsert(ctx, st, j, ""); err != nil {
 				return err
 			}
 		}
@@ -106,6 +95,22 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 	}
 	s.wake.notify()
 	return nil
+}
+
+// execInsert inserts one pending job; fireKey is "" for ad-hoc jobs.
+func execInsert(ctx context.Context, st *sql.Stmt, j *queue.Job, fireKey string) error {
+	var env sql.NullString
+	if len(j.Env) > 0 {
+		b, _ := json.Marshal(j.Env)
+		env = sql.NullString{String: string(b), Valid: true}
+	}
+	_, err := st.ExecContext(ctx, j.ID, j.Queue, j.Command, j.Priority, j.MaxRetries, j.Timeout.Microseconds(),
+		j.BackoffBase, j.MaxBackoff.Microseconds(), toUS(j.RunAt), toUS(j.CreatedAt), toUS(j.UpdatedAt), env,
+		nullString(j.Dir), nullString(j.Template), toUSNull(j.ScheduledAt), nullString(fireKey))
+	if isUnique(err) {
+		return fmt.Errorf("%w: %q already exists", queue.ErrDuplicate, j.ID)
+	}
+	return err
 }
 
 // claimIndex names the partial index that yields runnable jobs in claim

@@ -1,7 +1,8 @@
 // Package storetest is the conformance suite every queue.Store must pass on
 // a real database: claim order and exclusivity, retry scheduling, the
 // dead-letter transition, lease-expiry rescue, heartbeats, cancellation,
-// history and output, cleanup, config and the worker registry.
+// history and output, cleanup, config, the worker registry, declared queues
+// and recurring-job templates (one job per slot, overlap policies).
 //
 // A store package runs it with storetest.Run(t, open), where open returns
 // a function that opens a new handle on one fresh, empty database per test
@@ -52,6 +53,10 @@ func Run(t *testing.T, newDB NewDB) {
 		{"Workers", testWorkers},
 		{"WakeupsAcrossHandles", testWakeups},
 		{"ListAndCount", testListAndCount},
+		{"ApplyTemplates", testApplyTemplates},
+		{"FireOncePerSlot", testFireOncePerSlot},
+		{"Overlap", testOverlap},
+		{"Queues", testQueues},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

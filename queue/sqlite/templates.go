@@ -1,0 +1,228 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+// ApplyQueues implements queue.Store.
+func (s *Store) ApplyQueues(ctx context.Context, qs []queue.QueueConfig) error {
+	err := s.write(ctx, true, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM queues`); err != nil {
+			return err
+		}
+		for _, q := range qs {
+			var maxBackoff, timeout sql.NullInt64
+			if q.Retry.MaxBackoff != nil {
+				maxBackoff = sql.NullInt64{Int64: q.Retry.MaxBackoff.Microseconds(), Valid: true}
+			}
+			if q.Retry.Timeout != nil {
+				timeout = sql.NullInt64{Int64: q.Retry.Timeout.Microseconds(), Valid: true}
+			}
+			var base sql.NullFloat64
+			if q.Retry.BackoffBase != nil {
+				base = sql.NullFloat64{Float64: *q.Retry.BackoffBase, Valid: true}
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO queues (name, concurrency, max_retries, backoff_base, max_backoff_us, timeout_us)
+				VALUES (?, ?, ?, ?, ?, ?)`, q.Name, q.Concurrency, nullInt(q.Retry.MaxRetries), base, maxBackoff, timeout)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("apply queues: %w", err)
+	}
+	return nil
+}
+
+// Queues implements queue.Store.
+func (s *Store) Queues(ctx context.Context) ([]queue.QueueConfig, error) {
+	rows, err := s.readDB.QueryContext(ctx, `SELECT name, concurrency, max_retries, backoff_base, max_backoff_us, timeout_us
+		FROM queues ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("queues: %w", describe(err))
+	}
+	defer rows.Close()
+	var out []queue.QueueConfig
+	for rows.Next() {
+		var q queue.QueueConfig
+		var retries, maxBackoff, timeout sql.NullInt64
+		var base sql.NullFloat64
+		if err := rows.Scan(&q.Name, &q.Concurrency, &retries, &base, &maxBackoff, &timeout); err != nil {
+			return nil, fmt.Errorf("queues: %w", err)
+		}
+		if retries.Valid {
+			v := int(retries.Int64)
+			q.Retry.MaxRetries = &v
+		}
+		if base.Valid {
+			q.Retry.BackoffBase = &base.Float64
+		}
+		if maxBackoff.Valid {
+			v := time.Duration(maxBackoff.Int64) * time.Microsecond
+			q.Retry.MaxBackoff = &v
+		}
+		if timeout.Valid {
+			v := time.Duration(timeout.Int64) * time.Microsecond
+			q.Retry.Timeout = &v
+		}
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}
+
+// ApplyTemplates implements queue.Store.
+func (s *Store) ApplyTemplates(ctx context.Context, ts []*queue.Template, now time.Time) error {
+	names, _ := json.Marshal(templateNames(ts))
+	err := s.write(ctx, true, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM templates WHERE name NOT IN (SELECT value FROM json_each(?))`, string(names)); err != nil {
+			return err
+		}
+		for _, t := range ts {
+			def, err := t.Definition()
+			if err != nil {
+				return err
+			}
+			// A changed definition keeps its cursor: slots already handled
+			// are not fired again.
+			_, err = tx.ExecContext(ctx, `INSERT INTO templates (name, definition, cursor, updated_at) VALUES (?, ?, ?, ?)
+				ON CONFLICT (name) DO UPDATE SET definition = excluded.definition,
+					updated_at = CASE WHEN definition = excluded.definition THEN updated_at ELSE excluded.updated_at END`,
+				t.Name, string(def), toUS(now), toUS(now))
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("apply templates: %w", err)
+	}
+	return nil
+}
+
+func templateNames(ts []*queue.Template) []string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// Templates implements queue.Store.
+func (s *Store) Templates(ctx context.Context) ([]*queue.Template, error) {
+	rows, err := s.readDB.QueryContext(ctx, `SELECT name, definition, cursor, pending_trigger, updated_at FROM templates ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("templates: %w", describe(err))
+	}
+	var out []*queue.Template
+	for rows.Next() {
+		var name, def string
+		var cursor, updated int64
+		var pending sql.NullInt64
+		if err := rows.Scan(&name, &def, &cursor, &pending, &updated); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("templates: %w", err)
+		}
+		t, err := queue.TemplateFromDefinition(name, []byte(def))
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("template %s: %w", name, err)
+		}
+		t.Cursor, t.PendingTrigger, t.UpdatedAt = fromUS(cursor), fromUSNull(pending), fromUS(updated)
+		out = append(out, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("templates: %w", err)
+	}
+	for _, t := range out {
+		j, err := scanJob(s.readDB.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE template = ?
+			ORDER BY created_at DESC, rowid DESC LIMIT 1`, t.Name))
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("template %s: last job: %w", t.Name, describe(err))
+		}
+		t.LastJob = j
+	}
+	return out, nil
+}
+
+// FireTemplate implements queue.Store.
+func (s *Store) FireTemplate(ctx context.Context, p queue.FireParams) (queue.FireResult, error) {
+	var res queue.FireResult
+	key := queue.FireKey(p.Template, p.Kind, p.Slot)
+	// A manual trigger acknowledges a user's request: sync it fully.
+	err := s.write(ctx, p.Kind == queue.FireManual, func(tx *sql.Tx) error {
+		res = queue.FireResult{}
+		var cursor int64
+		var pending sql.NullInt64
+		err := tx.QueryRowContext(ctx, `SELECT cursor, pending_trigger FROM templates WHERE name = ?`, p.Template).Scan(&cursor, &pending)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("template %q: %w", p.Template, queue.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		var existing string
+		err = tx.QueryRowContext(ctx, `SELECT id FROM jobs WHERE fire_key = ?`, key).Scan(&existing)
+		switch {
+		case err == nil:
+			res.JobID = existing // another scheduler fired this slot
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		case p.Overlap != queue.OverlapAllow:
+			var active string
+			err = tx.QueryRowContext(ctx, `SELECT id FROM jobs WHERE template = ? AND state IN ('pending', 'processing', 'failed') LIMIT 1`,
+				p.Template).Scan(&active)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			res.Blocked = err == nil
+		}
+		switch {
+		case res.JobID != "":
+		case res.Blocked && p.Overlap == queue.OverlapQueue:
+			res.Queued = true
+			if p.Kind == queue.FireManual && !pending.Valid {
+				_, err := tx.ExecContext(ctx, `UPDATE templates SET pending_trigger = ? WHERE name = ?`, toUS(p.Slot), p.Template)
+				return err
+			}
+			return nil // the cursor stays: the slot fires when the previous run ends
+		case res.Blocked:
+			res.Skipped = true
+		default:
+			st, err := s.stmt(ctx, tx, insertJob)
+			if err != nil {
+				return err
+			}
+			if err := execInsert(ctx, st, p.Job, key); err != nil {
+				return err
+			}
+			res.Fired, res.JobID = true, p.Job.ID
+		}
+		if p.Kind == queue.FireManual {
+			if pending.Valid && pending.Int64 == toUS(p.Slot) && !res.Queued {
+				_, err := tx.ExecContext(ctx, `UPDATE templates SET pending_trigger = NULL WHERE name = ?`, p.Template)
+				return err
+			}
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE templates SET cursor = max(cursor, ?) WHERE name = ?`, toUS(p.Cursor), p.Template)
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("fire template: %w", err)
+	}
+	if res.Fired {
+		s.wake.notify()
+	}
+	return res, nil
+}

@@ -1,0 +1,211 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+func template(name, overlap string) *queue.Template {
+	return &queue.Template{
+		Name: name, Queue: "default", Schedule: "* * * * *", TimeZone: "UTC", Command: "echo " + name,
+		Env: map[string]string{"A": "b"}, Overlap: overlap, CatchUp: queue.CatchUpLatest, MaxCatchUp: 100,
+		Jitter: time.Second, Priority: 3, Enabled: true, Retry: queue.Overrides{MaxRetries: ptr(2), Timeout: ptr(time.Minute)},
+	}
+}
+
+func fireParams(t *testing.T, tpl *queue.Template, kind queue.FireKind, slot time.Time) queue.FireParams {
+	t.Helper()
+	j := job(t, "", func(n *queue.NewJob) {
+		n.Command, n.Template, n.ScheduledAt = tpl.Command, tpl.Name, slot
+	})
+	return queue.FireParams{Template: tpl.Name, Kind: kind, Slot: slot, Job: j, Overlap: tpl.Overlap, Cursor: slot, Now: slot}
+}
+
+func fire(t *testing.T, s queue.Store, tpl *queue.Template, kind queue.FireKind, slot time.Time) queue.FireResult {
+	t.Helper()
+	res, err := s.FireTemplate(ctx(t), fireParams(t, tpl, kind, slot))
+	if err != nil {
+		t.Fatalf("fire %s at %v: %v", tpl.Name, slot, err)
+	}
+	return res
+}
+
+func templatesByName(t *testing.T, s queue.Store) map[string]*queue.Template {
+	t.Helper()
+	ts, err := s.Templates(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*queue.Template{}
+	for _, x := range ts {
+		out[x.Name] = x
+	}
+	return out
+}
+
+func testApplyTemplates(t *testing.T, open Opener) {
+	s := open(t)
+	a, b := template("a", queue.OverlapSkip), template("b", queue.OverlapAllow)
+	if err := s.ApplyTemplates(ctx(t), []*queue.Template{a, b}, t0); err != nil {
+		t.Fatal(err)
+	}
+	got := templatesByName(t, s)
+	ga := got["a"]
+	if len(got) != 2 || ga == nil || ga.Command != "echo a" || ga.Env["A"] != "b" || ga.Jitter != time.Second ||
+		*ga.Retry.MaxRetries != 2 || *ga.Retry.Timeout != time.Minute || !ga.Cursor.Equal(t0) || ga.LastJob != nil {
+		t.Fatalf("templates: %+v", ga)
+	}
+	fire(t, s, a, queue.FireCron, t0.Add(time.Minute))
+	// Re-applying with a change keeps the cursor; a template left out is deleted.
+	a.Command = "echo changed"
+	if err := s.ApplyTemplates(ctx(t), []*queue.Template{a}, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	got = templatesByName(t, s)
+	if len(got) != 1 || got["a"].Command != "echo changed" || !got["a"].Cursor.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("after re-apply: %+v", got)
+	}
+	if got["a"].LastJob == nil || got["a"].LastJob.Template != "a" || !got["a"].LastJob.ScheduledAt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("last job: %+v", got["a"].LastJob)
+	}
+	if _, err := s.FireTemplate(ctx(t), fireParams(t, b, queue.FireCron, t0)); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("firing a deleted template: want ErrNotFound, got %v", err)
+	}
+}
+
+func testFireOncePerSlot(t *testing.T, open Opener) {
+	s := open(t)
+	tpl := template("t", queue.OverlapAllow)
+	if err := s.ApplyTemplates(ctx(t), []*queue.Template{tpl}, t0); err != nil {
+		t.Fatal(err)
+	}
+	const schedulers, slots = 4, 10
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	fired := map[time.Time]int{}
+	errs := make(chan error, schedulers*slots)
+	for range schedulers {
+		h := open(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 1; i <= slots; i++ {
+				slot := t0.Add(time.Duration(i) * time.Minute)
+				p := fireParams(t, tpl, queue.FireCron, slot)
+				res, err := h.FireTemplate(ctx(t), p)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if res.JobID == "" {
+					errs <- fmt.Errorf("slot %v: no job id in %+v", slot, res)
+				}
+				if res.Fired {
+					mu.Lock()
+					fired[slot]++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	jobs, _ := s.ListJobs(ctx(t), queue.ListParams{})
+	if len(jobs) != slots || len(fired) != slots {
+		t.Fatalf("%d jobs for %d slots (fired %v)", len(jobs), slots, fired)
+	}
+	for slot, n := range fired {
+		if n != 1 {
+			t.Errorf("slot %v fired %d times", slot, n)
+		}
+	}
+	if c := templatesByName(t, s)["t"].Cursor; !c.Equal(t0.Add(slots * time.Minute)) {
+		t.Fatalf("cursor %v", c)
+	}
+}
+
+func testOverlap(t *testing.T, open Opener) {
+	s := open(t)
+	skip, q, allow := template("skip", queue.OverlapSkip), template("queue", queue.OverlapQueue), template("allow", queue.OverlapAllow)
+	if err := s.ApplyTemplates(ctx(t), []*queue.Template{skip, q, allow}, t0); err != nil {
+		t.Fatal(err)
+	}
+	s1, s2 := t0.Add(time.Minute), t0.Add(2*time.Minute)
+	for _, tpl := range []*queue.Template{skip, q, allow} {
+		if res := fire(t, s, tpl, queue.FireCron, s1); !res.Fired {
+			t.Fatalf("%s: first slot must fire: %+v", tpl.Name, res)
+		}
+	}
+	// The first runs are pending (active): the second slot meets each policy.
+	if res := fire(t, s, skip, queue.FireCron, s2); res.Fired || !res.Skipped {
+		t.Fatalf("skip: %+v", res)
+	}
+	if res := fire(t, s, q, queue.FireCron, s2); res.Fired || !res.Queued {
+		t.Fatalf("queue: %+v", res)
+	}
+	if res := fire(t, s, allow, queue.FireCron, s2); !res.Fired {
+		t.Fatalf("allow: %+v", res)
+	}
+	got := templatesByName(t, s)
+	if !got["skip"].Cursor.Equal(s2) || !got["queue"].Cursor.Equal(s1) {
+		t.Fatalf("cursors: skip %v (want %v), queue %v (want %v)", got["skip"].Cursor, s2, got["queue"].Cursor, s1)
+	}
+	// A manual trigger meets the same policy; under queue it waits.
+	if res := fire(t, s, q, queue.FireManual, s2.Add(time.Second)); !res.Queued {
+		t.Fatalf("manual trigger under queue: %+v", res)
+	}
+	if p := templatesByName(t, s)["queue"].PendingTrigger; !p.Equal(s2.Add(time.Second)) {
+		t.Fatalf("pending trigger %v", p)
+	}
+	// Once the previous run ends, the queued slot and the trigger fire.
+	for _, j := range claim(t, s, "w", 10, s2) {
+		if j.Template == "queue" {
+			finish(t, s, j, "w", succeeded(s2, ""), s2)
+		}
+	}
+	if res := fire(t, s, q, queue.FireCron, s2); !res.Fired {
+		t.Fatalf("queued slot after the previous run ended: %+v", res)
+	}
+	for _, j := range claim(t, s, "w", 10, s2) {
+		finish(t, s, j, "w", succeeded(s2, ""), s2)
+	}
+	if res := fire(t, s, q, queue.FireManual, s2.Add(time.Second)); !res.Fired {
+		t.Fatalf("pending trigger after the previous run ended: %+v", res)
+	}
+	if p := templatesByName(t, s)["queue"].PendingTrigger; !p.IsZero() {
+		t.Fatalf("pending trigger not cleared: %v", p)
+	}
+}
+
+func testQueues(t *testing.T, open Opener) {
+	s := open(t)
+	qs := []queue.QueueConfig{
+		{Name: "reports", Concurrency: 1, Retry: queue.Overrides{MaxRetries: ptr(5), BackoffBase: ptr(3.0), MaxBackoff: ptr(time.Minute), Timeout: ptr(time.Hour)}},
+		{Name: "default", Concurrency: 4},
+	}
+	if err := s.ApplyQueues(ctx(t), qs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Queues(ctx(t))
+	if err != nil || len(got) != 2 || got[0].Name != "default" || got[0].Concurrency != 4 || got[0].Retry.MaxRetries != nil {
+		t.Fatalf("queues: %+v %v", got, err)
+	}
+	r := got[1].Retry
+	if got[1].Name != "reports" || *r.MaxRetries != 5 || *r.BackoffBase != 3 || *r.MaxBackoff != time.Minute || *r.Timeout != time.Hour {
+		t.Fatalf("reports: %+v", got[1])
+	}
+	if err := s.ApplyQueues(ctx(t), qs[1:]); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Queues(ctx(t)); len(got) != 1 {
+		t.Fatalf("a queue left out of the file must go: %+v", got)
+	}
+}
