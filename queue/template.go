@@ -9,7 +9,7 @@ import (
 // the template's previous run is still pending, running or waiting to retry.
 const (
 	OverlapSkip  = "skip"  // do not fire that slot
-	OverlapQueue = "queue" // fire it once the previous run has finished
+	OverlapQueue = "queue" // fire it once the previous run has ended; only the newest such run waits
 	OverlapAllow = "allow" // fire it anyway
 )
 
@@ -40,7 +40,8 @@ type Template struct {
 
 	// State kept by the store.
 	Cursor         time.Time // the last slot handled (fired, skipped or caught up)
-	PendingTrigger time.Time // a manual trigger waiting for the previous run (overlap = queue)
+	PendingTrigger time.Time // slot of the run waiting for the previous one (overlap = queue)
+	PendingKind    FireKind  // whether that waiting run is a cron slot or a manual trigger
 	UpdatedAt      time.Time
 	LastJob        *Job // the newest job the template fired, nil if none
 }
@@ -80,7 +81,7 @@ type FireParams struct {
 	Template string
 	Kind     FireKind
 	Slot     time.Time // the cron slot, or the trigger time
-	Job      *Job      // the resolved job to insert; its Template and ScheduledAt are set
+	Job      *Job      // the resolved job to insert; nil only moves the cursor (a slot catch-up passes over)
 	Overlap  string
 	// Cursor is where the template's cursor moves when the slot is handled
 	// (fired, or skipped under overlap = skip). Only cron fires move it, and
@@ -95,7 +96,7 @@ type FireResult struct {
 	JobID   string // the job of this slot (new, or already there from another scheduler)
 	Blocked bool   // the previous run was still active
 	Skipped bool   // blocked under overlap = skip: the slot will not fire
-	Queued  bool   // blocked under overlap = queue: it fires when the previous run ends
+	Queued  bool   // blocked under overlap = queue: it waits (replacing an older waiting run) and fires when the previous run ends
 }
 
 // QueueConfig is a queue declared in a configuration file.

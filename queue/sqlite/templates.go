@@ -119,7 +119,8 @@ func templateNames(ts []*queue.Template) []string {
 
 // Templates implements queue.Store.
 func (s *Store) Templates(ctx context.Context) ([]*queue.Template, error) {
-	rows, err := s.readDB.QueryContext(ctx, `SELECT name, definition, cursor, pending_trigger, updated_at FROM templates ORDER BY name`)
+	rows, err := s.readDB.QueryContext(ctx, `SELECT name, definition, cursor, pending_trigger, pending_kind, updated_at
+		FROM templates ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("templates: %w", describe(err))
 	}
@@ -128,7 +129,8 @@ func (s *Store) Templates(ctx context.Context) ([]*queue.Template, error) {
 		var name, def string
 		var cursor, updated int64
 		var pending sql.NullInt64
-		if err := rows.Scan(&name, &def, &cursor, &pending, &updated); err != nil {
+		var kind sql.NullString
+		if err := rows.Scan(&name, &def, &cursor, &pending, &kind, &updated); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("templates: %w", err)
 		}
@@ -138,6 +140,7 @@ func (s *Store) Templates(ctx context.Context) ([]*queue.Template, error) {
 			return nil, fmt.Errorf("template %s: %w", name, err)
 		}
 		t.Cursor, t.PendingTrigger, t.UpdatedAt = fromUS(cursor), fromUSNull(pending), fromUS(updated)
+		t.PendingKind = queue.FireKind(kind.String)
 		out = append(out, t)
 	}
 	rows.Close()
@@ -171,6 +174,10 @@ func (s *Store) FireTemplate(ctx context.Context, p queue.FireParams) (queue.Fir
 		if err != nil {
 			return err
 		}
+		if p.Job == nil { // catch-up passed over this slot: only the cursor moves
+			_, err = tx.ExecContext(ctx, `UPDATE templates SET cursor = max(cursor, ?) WHERE name = ?`, toUS(p.Cursor), p.Template)
+			return err
+		}
 		var existing string
 		err = tx.QueryRowContext(ctx, `SELECT id FROM jobs WHERE fire_key = ?`, key).Scan(&existing)
 		switch {
@@ -190,12 +197,13 @@ func (s *Store) FireTemplate(ctx context.Context, p queue.FireParams) (queue.Fir
 		switch {
 		case res.JobID != "":
 		case res.Blocked && p.Overlap == queue.OverlapQueue:
+			// This run waits for the previous one, replacing any older waiting
+			// run, so runs never pile up.
 			res.Queued = true
-			if p.Kind == queue.FireManual && !pending.Valid {
-				_, err := tx.ExecContext(ctx, `UPDATE templates SET pending_trigger = ? WHERE name = ?`, toUS(p.Slot), p.Template)
+			if _, err := tx.ExecContext(ctx, `UPDATE templates SET pending_trigger = ?, pending_kind = ? WHERE name = ?`,
+				toUS(p.Slot), string(p.Kind), p.Template); err != nil {
 				return err
 			}
-			return nil // the cursor stays: the slot fires when the previous run ends
 		case res.Blocked:
 			res.Skipped = true
 		default:
@@ -208,12 +216,13 @@ func (s *Store) FireTemplate(ctx context.Context, p queue.FireParams) (queue.Fir
 			}
 			res.Fired, res.JobID = true, p.Job.ID
 		}
-		if p.Kind == queue.FireManual {
-			if pending.Valid && pending.Int64 == toUS(p.Slot) && !res.Queued {
-				_, err := tx.ExecContext(ctx, `UPDATE templates SET pending_trigger = NULL WHERE name = ?`, p.Template)
+		if !res.Queued && pending.Valid && pending.Int64 == toUS(p.Slot) {
+			if _, err := tx.ExecContext(ctx, `UPDATE templates SET pending_trigger = NULL, pending_kind = NULL WHERE name = ?`, p.Template); err != nil {
 				return err
 			}
-			return nil
+		}
+		if p.Kind == queue.FireManual {
+			return nil // a manual trigger never moves the cursor
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE templates SET cursor = max(cursor, ?) WHERE name = ?`, toUS(p.Cursor), p.Template)
 		return err

@@ -155,15 +155,19 @@ func testOverlap(t *testing.T, open Opener) {
 		t.Fatalf("allow: %+v", res)
 	}
 	got := templatesByName(t, s)
-	if !got["skip"].Cursor.Equal(s2) || !got["queue"].Cursor.Equal(s1) {
-		t.Fatalf("cursors: skip %v (want %v), queue %v (want %v)", got["skip"].Cursor, s2, got["queue"].Cursor, s1)
+	if !got["skip"].Cursor.Equal(s2) || !got["queue"].Cursor.Equal(s2) {
+		t.Fatalf("cursors: skip %v queue %v, want both %v", got["skip"].Cursor, got["queue"].Cursor, s2)
 	}
-	// A manual trigger meets the same policy; under queue it waits.
+	if q := got["queue"]; !q.PendingTrigger.Equal(s2) || q.PendingKind != queue.FireCron || !got["skip"].PendingTrigger.IsZero() {
+		t.Fatalf("queue policy must remember the waiting slot: %v %q", q.PendingTrigger, q.PendingKind)
+	}
+	// A manual trigger meets the same policy; under queue it waits, in place
+	// of the older waiting slot.
 	if res := fire(t, s, q, queue.FireManual, s2.Add(time.Second)); !res.Queued {
 		t.Fatalf("manual trigger under queue: %+v", res)
 	}
-	if p := templatesByName(t, s)["queue"].PendingTrigger; !p.Equal(s2.Add(time.Second)) {
-		t.Fatalf("pending trigger %v", p)
+	if q := templatesByName(t, s)["queue"]; !q.PendingTrigger.Equal(s2.Add(time.Second)) || q.PendingKind != queue.FireManual {
+		t.Fatalf("pending trigger %v %q", q.PendingTrigger, q.PendingKind)
 	}
 	// Once the previous run ends, the queued slot and the trigger fire.
 	for _, j := range claim(t, s, "w", 10, s2) {

@@ -3,7 +3,10 @@ CREATE TABLE templates (
     name            TEXT    PRIMARY KEY,
     definition      TEXT    NOT NULL,
     cursor          INTEGER NOT NULL,
+    -- The one run waiting for the previous run to end (overlap = queue):
+    -- its slot and kind (cron or manual).
     pending_trigger INTEGER,
+    pending_kind    TEXT,
     updated_at      INTEGER NOT NULL
 );
 

@@ -1,0 +1,324 @@
+// Package scheduler turns recurring-job templates into jobs: exactly one job
+// per (template, slot), with catch-up and overlap policies.
+//
+// All schedule state lives in the store, never in memory: each template has
+// a cursor (the last slot handled). Every tick the scheduler reads the
+// templates, computes the slots due since each cursor with cronspec (the
+// robfig/cron parser and Next only), decides by the catch-up policy which of
+// them to fire, and asks the store to fire them. The store enforces the
+// overlap policy and the one-job-per-slot rule in one transaction, so any
+// number of schedulers, in any number of processes, may run against one
+// database: each slot still fires once. A restart loses nothing; missed
+// slots are found from the cursor.
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/scheduler/cronspec"
+	"github.com/rs/zerolog"
+)
+
+// Store is what the scheduler needs of a queue.Store.
+type Store interface {
+	Templates(ctx context.Context) ([]*queue.Template, error)
+	FireTemplate(ctx context.Context, p queue.FireParams) (queue.FireResult, error)
+	GetConfig(ctx context.Context) (map[string]string, error)
+	Queues(ctx context.Context) ([]queue.QueueConfig, error)
+}
+
+// Config configures a Scheduler; zero values take the defaults noted.
+type Config struct {
+	Clock queue.Clock
+	Log   zerolog.Logger
+	// Tick is the longest the scheduler sleeps between looks at the store
+	// (for template changes and runs blocked by overlap); default 1s.
+	Tick time.Duration
+	// OnTime is how late a slot may be found and still count as on time
+	// rather than missed (catch_up = none fires on-time slots); default 1m.
+	OnTime time.Duration
+	// Rand returns a number in [0,1) for jitter; default math/rand.
+	Rand func() float64
+}
+
+// maxScan bounds how many slots one template's catch-up walks through.
+const maxScan = 1_000_000
+
+// Scheduler fires recurring jobs. Start it once; Stop is safe to call twice.
+type Scheduler struct {
+	store Store
+	cfg   Config
+	log   zerolog.Logger
+
+	mu    sync.Mutex
+	specs map[string]*cronspec.Schedule // by zone + spec
+
+	cancel   context.CancelFunc
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+// New returns a scheduler that has not started.
+func New(store Store, cfg Config) *Scheduler {
+	if cfg.Clock == nil {
+		cfg.Clock = queue.SystemClock
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = time.Second
+	}
+	if cfg.OnTime <= 0 {
+		cfg.OnTime = time.Minute
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
+	}
+	return &Scheduler{store: store, cfg: cfg, log: cfg.Log.With().Str("component", "scheduler").Logger(), specs: map[string]*cronspec.Schedule{}}
+}
+
+// Start runs the scheduler loop until Stop.
+func (s *Scheduler) Start(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
+	s.done = make(chan struct{})
+	go s.loop(ctx)
+	return nil
+}
+
+// Stop ends the loop; a tick in progress finishes first.
+func (s *Scheduler) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		if s.cancel == nil {
+			return
+		}
+		s.cancel()
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+		}
+	})
+	return nil
+}
+
+func (s *Scheduler) loop(ctx context.Context) {
+	defer close(s.done)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		next, err := s.Tick(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Error().Err(err).Msg("scheduler tick")
+		}
+		wait := s.cfg.Tick
+		if !next.IsZero() {
+			wait = min(wait, max(next.Sub(s.cfg.Clock.Now()), time.Millisecond))
+		}
+		t.Reset(wait)
+	}
+}
+
+// Tick handles every enabled template once at the clock's current time and
+// returns the earliest next fire time (zero if none).
+func (s *Scheduler) Tick(ctx context.Context) (time.Time, error) {
+	now := s.cfg.Clock.Now()
+	ts, err := s.store.Templates(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read templates: %w", err)
+	}
+	defaults, err := LoadDefaults(ctx, s.store)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var next time.Time
+	for _, t := range ts {
+		if !t.Enabled {
+			continue
+		}
+		sched, err := s.schedule(t)
+		if err != nil {
+			s.log.Error().Err(err).Str("template", t.Name).Msg("bad schedule; template skipped")
+			continue
+		}
+		if err := s.handle(ctx, t, sched, defaults, now); err != nil {
+			return next, err
+		}
+		if n := sched.Next(now); !n.IsZero() && (next.IsZero() || n.Before(next)) {
+			next = n
+		}
+	}
+	return next, nil
+}
+
+func (s *Scheduler) schedule(t *queue.Template) (*cronspec.Schedule, error) {
+	key := t.TimeZone + "\x00" + t.Schedule
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sc := s.specs[key]; sc != nil {
+		return sc, nil
+	}
+	sc, err := Parse(t)
+	if err != nil {
+		return nil, err
+	}
+	s.specs[key] = sc
+	return sc, nil
+}
+
+// Parse parses a template's schedule in its time zone.
+func Parse(t *queue.Template) (*cronspec.Schedule, error) {
+	zone := t.TimeZone
+	if zone == "" {
+		zone = "UTC"
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		return nil, fmt.Errorf("template %s: time zone %q: %w", t.Name, zone, err)
+	}
+	sc, err := cronspec.Parse(t.Schedule, loc)
+	if err != nil {
+		return nil, fmt.Errorf("template %s: %w", t.Name, err)
+	}
+	return sc, nil
+}
+
+// Due returns the slots in (after, now] (at most keep of the latest), how
+// many there were in all, and whether the scan was cut short.
+func Due(sched *cronspec.Schedule, after, now time.Time, keep int) (slots []time.Time, total int, truncated bool) {
+	keep = max(keep, 1)
+	for slot := sched.Next(after); !slot.IsZero() && !slot.After(now); slot = sched.Next(slot) {
+		total++
+		slots = append(slots, slot)
+		if len(slots) > keep {
+			slots = slots[1:]
+		}
+		if total >= maxScan {
+			return slots, total, true
+		}
+	}
+	return slots, total, false
+}
+
+// handle fires what is due of one template.
+func (s *Scheduler) handle(ctx context.Context, t *queue.Template, sched *cronspec.Schedule, defaults Defaults, now time.Time) error {
+	log := s.log.With().Str("template", t.Name).Logger()
+	if !t.PendingTrigger.IsZero() {
+		res, err := Fire(ctx, s.store, t, defaults, t.PendingKind, t.PendingTrigger, now, s.cfg.Rand)
+		if err != nil {
+			return err
+		}
+		if res.Fired {
+			log.Info().Str("job_id", res.JobID).Time("slot", t.PendingTrigger).Msg("waiting run fired after the previous one ended")
+		}
+	}
+	keep := 1
+	if t.CatchUp == queue.CatchUpAll {
+		keep = max(t.MaxCatchUp, 1)
+	}
+	slots, total, truncated := Due(sched, t.Cursor, now, keep)
+	if total == 0 {
+		return nil
+	}
+	if truncated {
+		log.Warn().Int("slots", total).Msg("too many missed slots; older ones are passed over")
+	}
+	last := slots[len(slots)-1]
+	onTime := now.Sub(last) <= s.cfg.OnTime
+	fire := slots
+	switch {
+	case total == 1 && onTime: // the normal case: one slot, just due
+	case t.CatchUp == queue.CatchUpAll:
+	case t.CatchUp == queue.CatchUpNone && !onTime:
+		fire = nil
+	default: // latest, or none with the newest slot still on time
+		fire = slots[len(slots)-1:]
+	}
+	if missed := total - len(fire); missed > 0 {
+		log.Info().Int("missed", missed).Str("catch_up", t.CatchUp).Msg("passing over missed slots")
+		if len(fire) == 0 {
+			_, err := s.store.FireTemplate(ctx, queue.FireParams{Template: t.Name, Kind: queue.FireCron, Slot: last, Cursor: last, Now: now})
+			return err
+		}
+	}
+	for _, slot := range fire {
+		res, err := Fire(ctx, s.store, t, defaults, queue.FireCron, slot, now, s.cfg.Rand)
+		if err != nil {
+			return err
+		}
+		ev := log.Debug()
+		switch {
+		case res.Fired:
+			ev = log.Info().Str("job_id", res.JobID)
+		case res.Skipped:
+			ev = log.Info().Str("overlap", t.Overlap)
+		}
+		ev.Time("slot", slot).Bool("fired", res.Fired).Bool("skipped", res.Skipped).Bool("queued", res.Queued).Msg("slot")
+	}
+	return nil
+}
+
+// Defaults are the settings and queue overrides jobs are resolved against.
+type Defaults struct {
+	Settings queue.Settings
+	Queues   map[string]queue.Overrides
+}
+
+// LoadDefaults reads them from the store.
+func LoadDefaults(ctx context.Context, st Store) (Defaults, error) {
+	kv, err := st.GetConfig(ctx)
+	if err != nil {
+		return Defaults{}, fmt.Errorf("read config: %w", err)
+	}
+	settings, err := queue.SettingsFrom(kv)
+	if err != nil {
+		return Defaults{}, fmt.Errorf("read config: %w", err)
+	}
+	qs, err := st.Queues(ctx)
+	if err != nil {
+		return Defaults{}, fmt.Errorf("read queues: %w", err)
+	}
+	d := Defaults{Settings: settings, Queues: map[string]queue.Overrides{}}
+	for _, q := range qs {
+		d.Queues[q.Name] = q.Retry
+	}
+	return d, nil
+}
+
+// Fire fires one slot (or a manual trigger at slot) of t through the store.
+// The job's run_at is the slot plus a random jitter up to t.Jitter.
+func Fire(ctx context.Context, st Store, t *queue.Template, d Defaults, kind queue.FireKind, slot, now time.Time, rnd func() float64) (queue.FireResult, error) {
+	runAt := slot
+	if t.Jitter > 0 && rnd != nil {
+		runAt = runAt.Add(time.Duration(rnd() * float64(t.Jitter)))
+	}
+	id := t.Name + "-" + slot.UTC().Format("20060102T150405Z")
+	if kind == queue.FireManual {
+		id = t.Name + "-manual-" + slot.UTC().Format("20060102T150405.000000Z")
+	}
+	n := queue.NewJob{
+		ID: id, Queue: t.Queue, Command: t.Command, Priority: t.Priority, Env: t.Env, Dir: t.Dir,
+		MaxRetries: t.Retry.MaxRetries, Timeout: t.Retry.Timeout, BackoffBase: t.Retry.BackoffBase, MaxBackoff: t.Retry.MaxBackoff,
+		RunAt: runAt, Template: t.Name, ScheduledAt: slot,
+	}
+	q := t.Queue
+	if q == "" {
+		q = queue.DefaultQueue
+	}
+	j, err := n.Resolve(d.Queues[q].Apply(d.Settings), now)
+	if err != nil {
+		return queue.FireResult{}, fmt.Errorf("template %s: %w", t.Name, err)
+	}
+	res, err := st.FireTemplate(ctx, queue.FireParams{Template: t.Name, Kind: kind, Slot: slot, Job: j, Overlap: t.Overlap, Cursor: slot, Now: now})
+	if err != nil {
+		return res, fmt.Errorf("fire %s at %s: %w", t.Name, slot.Format(time.RFC3339), err)
+	}
+	return res, nil
+}

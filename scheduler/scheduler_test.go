@@ -1,0 +1,368 @@
+package scheduler_test
+
+import (
+	"context"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/sqlite"
+	"github.com/queuectl/queuectl/scheduler"
+)
+
+// fakeClock is a clock the test moves by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t.UTC()
+	c.mu.Unlock()
+}
+
+type fixture struct {
+	t     *testing.T
+	path  string
+	store queue.Store
+	clock *fakeClock
+}
+
+func newFixture(t *testing.T, start time.Time, templates ...*queue.Template) *fixture {
+	t.Helper()
+	f := &fixture{t: t, path: filepath.Join(t.TempDir(), "queue.db"), clock: &fakeClock{now: start.UTC()}}
+	f.store = f.open()
+	if err := f.store.ApplyTemplates(context.Background(), templates, start.UTC()); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *fixture) open() queue.Store {
+	f.t.Helper()
+	s, err := sqlite.Open(context.Background(), f.path)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func (f *fixture) scheduler(st queue.Store) *scheduler.Scheduler {
+	return scheduler.New(st, scheduler.Config{Clock: f.clock, Rand: func() float64 { return 0.5 }})
+}
+
+func (f *fixture) tick(s *scheduler.Scheduler, at time.Time) {
+	f.t.Helper()
+	f.clock.Set(at)
+	if _, err := s.Tick(context.Background()); err != nil {
+		f.t.Fatalf("tick at %v: %v", at, err)
+	}
+}
+
+// slots returns the scheduled_at of every job of the template, in order.
+func (f *fixture) slots(name string) []time.Time {
+	f.t.Helper()
+	jobs, err := f.store.ListJobs(context.Background(), queue.ListParams{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var out []time.Time
+	for _, j := range jobs {
+		if j.Template == name {
+			out = append(out, j.ScheduledAt)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
+	return out
+}
+
+// finishAll completes every claimable job, as a worker would.
+func (f *fixture) finishAll(at time.Time) {
+	f.t.Helper()
+	ctx := context.Background()
+	jobs, err := f.store.ClaimJobs(ctx, queue.ClaimParams{Worker: "w", Limit: 1000, Now: at.Add(time.Hour), LeaseUntil: at.Add(2 * time.Hour)})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, j := range jobs {
+		code := 0
+		fin := queue.RetryPolicy{}.Decide(j, "w", queue.End{Outcome: queue.OutcomeSucceeded, ExitCode: &code, Started: at, Finished: at}, at)
+		if _, err := f.store.FinishJobs(ctx, []queue.Finish{fin}); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+func tpl(name, spec, zone string, mod func(*queue.Template)) *queue.Template {
+	t := &queue.Template{Name: name, Queue: "default", Schedule: spec, TimeZone: zone, Command: "true",
+		Overlap: queue.OverlapAllow, CatchUp: queue.CatchUpLatest, MaxCatchUp: 100, Enabled: true}
+	if mod != nil {
+		mod(t)
+	}
+	return t
+}
+
+func utc(s string) time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func times(ss ...string) []time.Time {
+	var out []time.Time
+	for _, s := range ss {
+		out = append(out, utc(s))
+	}
+	return out
+}
+
+func sameTimes(a, b []time.Time) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !a[i].Equal(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestCatchUpAfterThreeDayOutage(t *testing.T) {
+	start := utc("2026-05-01T01:00:00Z")
+	// The service fires the 02:00 slot of May 1, then is down until May 4 10:00.
+	tests := []struct {
+		policy string
+		max    int
+		want   []time.Time
+	}{
+		{queue.CatchUpNone, 100, times("2026-05-01T02:00:00Z")},
+		{queue.CatchUpLatest, 100, times("2026-05-01T02:00:00Z", "2026-05-04T02:00:00Z")},
+		{queue.CatchUpAll, 100, times("2026-05-01T02:00:00Z", "2026-05-02T02:00:00Z", "2026-05-03T02:00:00Z", "2026-05-04T02:00:00Z")},
+		{queue.CatchUpAll, 2, times("2026-05-01T02:00:00Z", "2026-05-03T02:00:00Z", "2026-05-04T02:00:00Z")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.policy, func(t *testing.T) {
+			f := newFixture(t, start, tpl("daily", "0 2 * * *", "UTC", func(x *queue.Template) { x.CatchUp, x.MaxCatchUp = tc.policy, tc.max }))
+			s := f.scheduler(f.store)
+			f.tick(s, utc("2026-05-01T02:00:00Z"))
+			f.tick(s, utc("2026-05-04T10:00:00Z"))
+			f.tick(s, utc("2026-05-04T10:00:05Z")) // nothing new
+			if got := f.slots("daily"); !sameTimes(got, tc.want) {
+				t.Fatalf("fired %v, want %v", got, tc.want)
+			}
+			ts, _ := f.store.Templates(context.Background())
+			if !ts[0].Cursor.Equal(utc("2026-05-04T02:00:00Z")) {
+				t.Fatalf("cursor %v, want the last slot handled", ts[0].Cursor)
+			}
+		})
+	}
+}
+
+func TestOverlapPolicies(t *testing.T) {
+	start := utc("2026-05-01T00:00:00Z")
+	for _, policy := range []string{queue.OverlapSkip, queue.OverlapQueue, queue.OverlapAllow} {
+		t.Run(policy, func(t *testing.T) {
+			f := newFixture(t, start, tpl("m", "* * * * *", "UTC", func(x *queue.Template) { x.Overlap = policy }))
+			s := f.scheduler(f.store)
+			// Minute 1 fires; its job stays pending (no worker) while minutes 2 and 3 come.
+			f.tick(s, utc("2026-05-01T00:01:00Z"))
+			f.tick(s, utc("2026-05-01T00:02:00Z"))
+			f.tick(s, utc("2026-05-01T00:03:00Z"))
+			got := f.slots("m")
+			// Then the first run finishes, and minute 3's tick comes again.
+			f.finishAll(utc("2026-05-01T00:03:10Z"))
+			f.tick(s, utc("2026-05-01T00:03:20Z"))
+			after := f.slots("m")
+			switch policy {
+			case queue.OverlapSkip:
+				// 2 and 3 were skipped; nothing fires until minute 4.
+				if !sameTimes(got, times("2026-05-01T00:01:00Z")) || len(after) != 1 {
+					t.Fatalf("skip: before %v after %v", got, after)
+				}
+			case queue.OverlapQueue:
+				// Minutes 2 and 3 wait for minute 1's run; only the newest
+				// waiting run is kept, and it fires once the first has ended.
+				if !sameTimes(got, times("2026-05-01T00:01:00Z")) || !sameTimes(after, times("2026-05-01T00:01:00Z", "2026-05-01T00:03:00Z")) {
+					t.Fatalf("queue: before %v after %v", got, after)
+				}
+			case queue.OverlapAllow:
+				if len(got) != 3 || len(after) != 3 {
+					t.Fatalf("allow: before %v after %v", got, after)
+				}
+			}
+		})
+	}
+}
+
+func TestManualTriggerFollowsOverlap(t *testing.T) {
+	f := newFixture(t, utc("2026-05-01T00:00:00Z"), tpl("m", "@daily", "UTC", func(x *queue.Template) { x.Overlap = queue.OverlapQueue }))
+	ctx := context.Background()
+	d, err := scheduler.LoadDefaults(ctx, f.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := f.store.Templates(ctx)
+	at := utc("2026-05-01T00:00:01Z")
+	if res, err := scheduler.Fire(ctx, f.store, ts[0], d, queue.FireManual, at, at, nil); err != nil || !res.Fired {
+		t.Fatalf("first trigger: %+v %v", res, err)
+	}
+	at2 := utc("2026-05-01T00:00:02Z")
+	if res, _ := scheduler.Fire(ctx, f.store, ts[0], d, queue.FireManual, at2, at2, nil); !res.Queued {
+		t.Fatalf("second trigger must wait: %+v", res)
+	}
+	s := f.scheduler(f.store)
+	f.tick(s, utc("2026-05-01T00:00:03Z"))
+	if n := len(f.slots("m")); n != 1 {
+		t.Fatalf("the queued trigger fired while the first run is active: %d jobs", n)
+	}
+	f.finishAll(utc("2026-05-01T00:00:04Z"))
+	f.tick(s, utc("2026-05-01T00:00:05Z"))
+	if got := f.slots("m"); !sameTimes(got, []time.Time{at, at2}) {
+		t.Fatalf("after the first run ended: %v", got)
+	}
+}
+
+// tickEvery ticks s from..to (inclusive) every step and returns the UTC
+// slots fired.
+func (f *fixture) tickEvery(s *scheduler.Scheduler, from, to time.Time, step time.Duration) {
+	f.t.Helper()
+	for at := from; !at.After(to); at = at.Add(step) {
+		f.tick(s, at)
+	}
+}
+
+func TestDaylightSavingTimeNewYork(t *testing.T) {
+	tests := []struct {
+		name      string
+		spec      string
+		from, to  string
+		wantSlots []time.Time
+	}{
+		{
+			// 2026-03-08: 02:00 EST jumps to 03:00 EDT; 02:30 does not exist.
+			name: "spring-forward slot runs once at the transition", spec: "30 2 * * *",
+			from: "2026-03-07T12:00:00Z", to: "2026-03-09T12:00:00Z",
+			wantSlots: times("2026-03-08T07:00:00Z", "2026-03-09T06:30:00Z"),
+		},
+		{
+			// 2026-11-01: 02:00 EDT falls back to 01:00 EST; 01:30 happens twice.
+			name: "fall-back slot runs once", spec: "30 1 * * *",
+			from: "2026-10-31T12:00:00Z", to: "2026-11-02T12:00:00Z",
+			wantSlots: times("2026-11-01T05:30:00Z", "2026-11-02T06:30:00Z"),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			from := utc(tc.from)
+			f := newFixture(t, from, tpl("dst", tc.spec, "America/New_York", nil))
+			s := f.scheduler(f.store)
+			f.tickEvery(s, from, utc(tc.to), time.Minute)
+			if got := f.slots("dst"); !sameTimes(got, tc.wantSlots) {
+				t.Fatalf("fired %v, want %v", got, tc.wantSlots)
+			}
+		})
+	}
+}
+
+func TestTwoSchedulersFireEachSlotOnce(t *testing.T) {
+	from := utc("2026-05-01T00:00:00Z")
+	f := newFixture(t, from, tpl("s", "*/10 * * * * *", "UTC", nil))
+	a, b := f.scheduler(f.store), f.scheduler(f.open())
+	var wg sync.WaitGroup
+	for _, s := range []*scheduler.Scheduler{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for at := from; !at.After(from.Add(5 * time.Minute)); at = at.Add(time.Second) {
+				f.clock.Set(at) // both see the same clock; ticks interleave freely
+				if _, err := s.Tick(context.Background()); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got := f.slots("s")
+	seen := map[time.Time]bool{}
+	for _, slot := range got {
+		if seen[slot] {
+			t.Fatalf("slot %v fired twice", slot)
+		}
+		seen[slot] = true
+	}
+	// 30 slots in 5 minutes; interleaved clocks may leave the last one or two
+	// for a later tick, never fire one twice.
+	if len(got) < 28 || len(got) > 30 {
+		t.Fatalf("%d jobs for 30 slots: %v", len(got), got)
+	}
+}
+
+func TestEveryIsAnchoredToTheCursor(t *testing.T) {
+	start := utc("2026-05-01T00:00:07Z")
+	f := newFixture(t, start, tpl("e", "@every 90s", "UTC", func(x *queue.Template) { x.CatchUp = queue.CatchUpAll }))
+	s := f.scheduler(f.store)
+	f.tick(s, start.Add(100*time.Second))
+	// A new scheduler (a restart) carries on from the stored cursor.
+	s2 := f.scheduler(f.open())
+	f.tick(s2, start.Add(200*time.Second))
+	want := []time.Time{start.Add(90 * time.Second), start.Add(180 * time.Second)}
+	if got := f.slots("e"); !sameTimes(got, want) {
+		t.Fatalf("fired %v, want %v", got, want)
+	}
+}
+
+func TestFiredJobCarriesTemplateSettings(t *testing.T) {
+	start := utc("2026-05-01T00:00:00Z")
+	f := newFixture(t, start, tpl("j", "* * * * *", "UTC", func(x *queue.Template) {
+		x.Queue, x.Jitter, x.Priority = "reports", 10*time.Second, 7
+		x.Env = map[string]string{"K": "v"}
+		x.Retry.Timeout = func() *time.Duration { d := time.Minute; return &d }()
+	}))
+	ctx := context.Background()
+	retries := 5
+	if err := f.store.ApplyQueues(ctx, []queue.QueueConfig{{Name: "reports", Concurrency: 1, Retry: queue.Overrides{MaxRetries: &retries}}}); err != nil {
+		t.Fatal(err)
+	}
+	s := f.scheduler(f.store)
+	f.tick(s, utc("2026-05-01T00:01:00Z"))
+	jobs, _ := f.store.ListJobs(ctx, queue.ListParams{})
+	if len(jobs) != 1 {
+		t.Fatalf("jobs: %d", len(jobs))
+	}
+	j := jobs[0]
+	if j.Queue != "reports" || j.MaxRetries != 5 || j.Timeout != time.Minute || j.Priority != 7 || j.Env["K"] != "v" ||
+		!j.RunAt.Equal(utc("2026-05-01T00:01:05Z")) || !j.ScheduledAt.Equal(utc("2026-05-01T00:01:00Z")) {
+		t.Fatalf("fired job: %+v", j)
+	}
+	env := map[string]bool{}
+	for _, e := range j.Environ() {
+		env[e] = true
+	}
+	if !env["QUEUECTL_TEMPLATE=j"] || !env["QUEUECTL_SCHEDULED_AT=2026-05-01T00:01:00Z"] {
+		t.Fatalf("environment: %v", j.Environ())
+	}
+}
+
+func TestDisabledTemplateDoesNotFire(t *testing.T) {
+	start := utc("2026-05-01T00:00:00Z")
+	f := newFixture(t, start, tpl("off", "* * * * *", "UTC", func(x *queue.Template) { x.Enabled = false }))
+	f.tick(f.scheduler(f.store), start.Add(10*time.Minute))
+	if got := f.slots("off"); len(got) != 0 {
+		t.Fatalf("disabled template fired %v", got)
+	}
+}
