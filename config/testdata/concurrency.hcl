@@ -1,0 +1,3 @@
+queue "reports" {
+  concurrency = 0
+}

@@ -1,0 +1,7 @@
+queue "reports" {
+  concurrency = 1
+}
+
+queue "reports" {
+  concurrency = 2
+}

@@ -1,0 +1,5 @@
+job "backup" {
+  schedule = "@daily"
+  command  = "backup.sh"
+  catch_up = "first"
+}

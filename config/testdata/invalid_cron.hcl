@@ -1,0 +1,4 @@
+job "backup" {
+  schedule = "0 25 * * *"
+  command  = "backup.sh"
+}

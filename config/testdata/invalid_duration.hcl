@@ -1,0 +1,3 @@
+defaults {
+  timeout = "10 minutes"
+}

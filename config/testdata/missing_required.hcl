@@ -1,0 +1,3 @@
+job "backup" {
+  schedule = "@daily"
+}

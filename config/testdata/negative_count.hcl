@@ -1,0 +1,3 @@
+queue "reports" {
+  max_retries = -1
+}

@@ -1,0 +1,4 @@
+job "backup" {
+  schedule = "CRON_TZ=Europe/Berlin 0 2 * * *"
+  command  = "backup.sh"
+}

@@ -1,0 +1,3 @@
+queue "reports" {
+  concurency = 2
+}

@@ -1,0 +1,7 @@
+queue "default" {
+  concurrency = 2
+}
+
+jobs "backup" {
+  schedule = "@daily"
+}

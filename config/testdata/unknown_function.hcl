@@ -1,0 +1,4 @@
+job "backup" {
+  schedule = "@daily"
+  command  = file("backup.sh")
+}

@@ -1,0 +1,7 @@
+variable "timeout" {
+  default = "ten minutes"
+}
+
+defaults {
+  timeout = var.timeout
+}
