@@ -17,7 +17,8 @@ func Backoff(base float64, n int, max time.Duration) time.Duration {
 	if max > 0 && secs > max.Seconds() {
 		return max
 	}
-	if math.IsInf(secs, 0) || math.IsNaN(secs) || secs > limit {
+	// secs == limit rounds up to 2^63 ns, which does not fit a Duration.
+	if math.IsInf(secs, 0) || math.IsNaN(secs) || secs >= limit {
 		return time.Duration(math.MaxInt64)
 	}
 	return time.Duration(secs * float64(time.Second))

@@ -157,10 +157,11 @@ func SettingsFrom(kv map[string]string) (Settings, error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if _, err := NormalizeKey(k); err != nil {
+		key, err := NormalizeKey(k)
+		if err != nil {
 			continue
 		}
-		if err := s.set(k, kv[k]); err != nil {
+		if err := s.set(key, kv[k]); err != nil {
 			return s, err
 		}
 	}
@@ -180,6 +181,7 @@ func ParseDuration(s string) (time.Duration, error) {
 		}
 		return time.Duration(f * float64(time.Second)), nil
 	}
+	in := s
 	var days time.Duration
 	if i := strings.IndexByte(s, 'd'); i >= 0 {
 		n, err := strconv.Atoi(s[:i])
@@ -194,7 +196,10 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("%w: duration %q (use e.g. 90s, 5m, 2h, 1d)", ErrInvalid, s)
+		return 0, fmt.Errorf("%w: duration %q (use e.g. 90s, 5m, 2h, 1d)", ErrInvalid, in)
+	}
+	if d > 0 && days > math.MaxInt64-d {
+		return 0, fmt.Errorf("%w: duration %q out of range", ErrInvalid, in)
 	}
 	return days + d, nil
 }
