@@ -1,0 +1,96 @@
+package postgres_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/postgres"
+)
+
+// TestClaimUsesIndexInOrder checks, on a table large enough for the
+// planner to care, that the claim walks a claim index in claim order (no
+// sort of the runnable jobs, no sequential scan), both with the parameters
+// at hand (custom plan) and for the generic plan a long-lived prepared
+// statement may switch to.
+func TestClaimUsesIndexInOrder(t *testing.T) {
+	_, u := newSchema(t)
+	open(t, u).Close() // create the tables
+	ctx := tctx(t)
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `INSERT INTO jobs (id, queue, command, state, priority, max_retries, backoff_base,
+		max_backoff_us, run_at, created_at, updated_at)
+		SELECT 'j' || i, 'q' || (i % 5), 'true',
+			CASE WHEN i % 10 = 0 THEN 'pending' WHEN i % 10 = 1 THEN 'failed' ELSE 'completed' END,
+			i % 3, 3, 2, 3600000000,
+			timestamptz '2026-03-01 12:00:00+00' - (i % 1000) * interval '1 second',
+			timestamptz '2026-03-01 11:00:00+00' + i * interval '1 millisecond',
+			timestamptz '2026-03-01 12:00:00+00'
+		FROM generate_series(1, 50000) AS i`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `ANALYZE jobs`); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, queues := range [][]string{nil, {"q1"}, {"q1", "q2"}} {
+		p := queue.ClaimParams{Worker: "w", Queues: queues, Limit: 8, Now: now, LeaseUntil: now.Add(time.Minute)}
+		wantIndex := "jobs_claim "
+		if len(queues) == 1 {
+			wantIndex = "jobs_claim_queue "
+		}
+		custom := explain(t, conn, "EXPLAIN "+postgres.ClaimSQL(queues, p.Limit), postgres.ClaimArgs(p)...)
+		checkPlan(t, fmt.Sprintf("custom plan, queues %v", queues), custom, wantIndex)
+
+		// A generic plan: prepared, parameters unknown at planning.
+		name := fmt.Sprintf("claim_%d", len(queues))
+		if _, err := conn.Exec(ctx, "PREPARE "+name+" AS "+postgres.ClaimSQL(queues, p.Limit)); err != nil {
+			t.Fatal(err)
+		}
+		lits := []string{"'2026-03-01 12:00:00+00'", "'w'", "'2026-03-01 12:01:00+00'"}
+		switch len(queues) {
+		case 1:
+			lits = append(lits, "'q1'")
+		case 2:
+			lits = append(lits, "'{q1,q2}'")
+		}
+		if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+			t.Fatal(err)
+		}
+		generic := explain(t, conn, "EXPLAIN EXECUTE "+name+"("+strings.Join(lits, ", ")+")")
+		if _, err := conn.Exec(ctx, "RESET plan_cache_mode"); err != nil {
+			t.Fatal(err)
+		}
+		checkPlan(t, fmt.Sprintf("generic plan, queues %v", queues), generic, wantIndex)
+	}
+}
+
+func explain(t *testing.T, conn *pgx.Conn, sql string, args ...any) string {
+	t.Helper()
+	rows, err := conn.Query(tctx(t), sql, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func checkPlan(t *testing.T, what, plan, wantIndex string) {
+	t.Helper()
+	t.Logf("%s:\n%s", what, plan)
+	if !strings.Contains(plan, "Index Scan using "+wantIndex+"on jobs") || !strings.Contains(plan, "LockRows") ||
+		strings.Contains(plan, "Sort") || strings.Contains(plan, "Seq Scan") {
+		t.Errorf("%s: want an ordered scan of %s with row locks, no sort, no sequential scan; plan:\n%s", what, strings.TrimSpace(wantIndex), plan)
+	}
+}

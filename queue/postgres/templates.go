@@ -1,0 +1,217 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/queuectl/queuectl/queue"
+)
+
+// ApplyQueues implements queue.Store.
+func (s *Store) ApplyQueues(ctx context.Context, qs []queue.QueueConfig) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(`DELETE FROM queues`)
+		for _, q := range qs {
+			var maxBackoff, timeout *int64
+			if q.Retry.MaxBackoff != nil {
+				v := q.Retry.MaxBackoff.Microseconds()
+				maxBackoff = &v
+			}
+			if q.Retry.Timeout != nil {
+				v := q.Retry.Timeout.Microseconds()
+				timeout = &v
+			}
+			b.Queue(`INSERT INTO queues (name, concurrency, max_retries, backoff_base, max_backoff_us, timeout_us)
+				VALUES ($1, $2, $3, $4, $5, $6)`, q.Name, q.Concurrency, q.Retry.MaxRetries, q.Retry.BackoffBase,
+				maxBackoff, timeout)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return fmt.Errorf("apply queues: %w", err)
+	}
+	return nil
+}
+
+// Queues implements queue.Store.
+func (s *Store) Queues(ctx context.Context) ([]queue.QueueConfig, error) {
+	rows, err := s.pool.Query(ctx, `SELECT name, concurrency, max_retries, backoff_base, max_backoff_us, timeout_us
+		FROM queues ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("queues: %w", err)
+	}
+	defer rows.Close()
+	var out []queue.QueueConfig
+	for rows.Next() {
+		var q queue.QueueConfig
+		var maxBackoff, timeout *int64
+		if err := rows.Scan(&q.Name, &q.Concurrency, &q.Retry.MaxRetries, &q.Retry.BackoffBase, &maxBackoff, &timeout); err != nil {
+			return nil, fmt.Errorf("queues: %w", err)
+		}
+		if maxBackoff != nil {
+			v := time.Duration(*maxBackoff) * time.Microsecond
+			q.Retry.MaxBackoff = &v
+		}
+		if timeout != nil {
+			v := time.Duration(*timeout) * time.Microsecond
+			q.Retry.Timeout = &v
+		}
+		out = append(out, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("queues: %w", err)
+	}
+	return out, nil
+}
+
+// ApplyTemplates implements queue.Store.
+func (s *Store) ApplyTemplates(ctx context.Context, ts []*queue.Template, now time.Time) error {
+	names := make([]string, len(ts))
+	defs := make([]string, len(ts))
+	for i, t := range ts {
+		def, err := t.Definition()
+		if err != nil {
+			return fmt.Errorf("apply templates: %s: %w", t.Name, err)
+		}
+		names[i], defs[i] = t.Name, string(def)
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(`DELETE FROM templates WHERE name <> ALL($1)`, names)
+		for i := range ts {
+			// A changed definition keeps its cursor: slots already handled
+			// are not fired again.
+			b.Queue(`INSERT INTO templates (name, definition, cursor, updated_at) VALUES ($1, $2, $3, $3)
+				ON CONFLICT (name) DO UPDATE SET definition = excluded.definition,
+					updated_at = CASE WHEN templates.definition = excluded.definition
+						THEN templates.updated_at ELSE excluded.updated_at END`,
+				names[i], defs[i], now)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return fmt.Errorf("apply templates: %w", err)
+	}
+	return nil
+}
+
+// Templates implements queue.Store.
+func (s *Store) Templates(ctx context.Context) ([]*queue.Template, error) {
+	rows, err := s.pool.Query(ctx, `SELECT name, definition, cursor, pending_trigger, pending_kind, updated_at
+		FROM templates ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("templates: %w", err)
+	}
+	var out []*queue.Template
+	var name, def string
+	var cursor, updated time.Time
+	var pending *time.Time
+	var kind *string
+	_, err = pgx.ForEachRow(rows, []any{&name, &def, &cursor, &pending, &kind, &updated}, func() error {
+		t, err := queue.TemplateFromDefinition(name, []byte(def))
+		if err != nil {
+			return fmt.Errorf("template %s: %w", name, err)
+		}
+		t.Cursor, t.PendingTrigger, t.UpdatedAt = cursor.UTC(), utc(pending), updated.UTC()
+		t.PendingKind = queue.FireKind(str(kind))
+		out = append(out, t)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("templates: %w", err)
+	}
+	for _, t := range out {
+		j, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+allJobColumns+` FROM jobs WHERE template = $1
+			ORDER BY created_at DESC, seq DESC LIMIT 1`, t.Name))
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("template %s: last job: %w", t.Name, err)
+		}
+		t.LastJob = j
+	}
+	return out, nil
+}
+
+// FireTemplate implements queue.Store. The template's row is locked first,
+// so schedulers firing the same template on many hosts take turns: the
+// later one finds the job of the slot (by its fire key) and inserts none.
+func (s *Store) FireTemplate(ctx context.Context, p queue.FireParams) (queue.FireResult, error) {
+	var res queue.FireResult
+	key := queue.FireKey(p.Template, p.Kind, p.Slot)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		res = queue.FireResult{}
+		var pending *time.Time
+		err := tx.QueryRow(ctx, `SELECT pending_trigger FROM templates WHERE name = $1 FOR UPDATE`, p.Template).Scan(&pending)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("template %q: %w", p.Template, queue.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if p.Job == nil { // catch-up passed over this slot: only the cursor moves
+			_, err = tx.Exec(ctx, `UPDATE templates SET cursor = greatest(cursor, $1) WHERE name = $2`, p.Cursor, p.Template)
+			return err
+		}
+		var existing string
+		err = tx.QueryRow(ctx, `SELECT id FROM jobs WHERE fire_key = $1`, key).Scan(&existing)
+		switch {
+		case err == nil:
+			res.JobID = existing // another scheduler fired this slot
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		case p.Overlap != queue.OverlapAllow:
+			var active string
+			err = tx.QueryRow(ctx, `SELECT id FROM jobs WHERE template = $1 AND state IN ('pending', 'processing', 'failed') LIMIT 1`,
+				p.Template).Scan(&active)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			res.Blocked = err == nil
+		}
+		switch {
+		case res.JobID != "":
+		case res.Blocked && p.Overlap == queue.OverlapQueue:
+			// This run waits for the previous one, replacing any older waiting
+			// run, so runs never pile up.
+			res.Queued = true
+			if _, err := tx.Exec(ctx, `UPDATE templates SET pending_trigger = $1, pending_kind = $2 WHERE name = $3`,
+				p.Slot, string(p.Kind), p.Template); err != nil {
+				return err
+			}
+		case res.Blocked:
+			res.Skipped = true
+		default:
+			if _, err := tx.Exec(ctx, insertJob, insertArgs(p.Job, key)...); err != nil {
+				if isUnique(err) {
+					return fmt.Errorf("%w: %q already exists", queue.ErrDuplicate, p.Job.ID)
+				}
+				return err
+			}
+			if _, err := tx.Exec(ctx, notifySQL, s.channel); err != nil {
+				return err
+			}
+			res.Fired, res.JobID = true, p.Job.ID
+		}
+		// Slots are compared as stored: whole microseconds.
+		if !res.Queued && pending != nil && pending.Equal(p.Slot.Truncate(time.Microsecond)) {
+			if _, err := tx.Exec(ctx, `UPDATE templates SET pending_trigger = NULL, pending_kind = NULL WHERE name = $1`, p.Template); err != nil {
+				return err
+			}
+		}
+		if p.Kind == queue.FireManual {
+			return nil // a manual trigger never moves the cursor
+		}
+		_, err = tx.Exec(ctx, `UPDATE templates SET cursor = greatest(cursor, $1) WHERE name = $2`, p.Cursor, p.Template)
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("fire template: %w", err)
+	}
+	if res.Fired {
+		s.wake.broadcast()
+	}
+	return res, nil
+}
