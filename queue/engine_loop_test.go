@@ -68,39 +68,6 @@ func (b *blocker) runner() queue.RunnerFunc {
 	}
 }
 
-// shielded passes store writes an uncancellable context.
-//
-// The SQLite store loses its only writer connection for good when a write's
-// context is cancelled mid-transaction (database/sql discards the connection
-// on that rollback), and the engine cancels in-flight claims and heartbeats
-// when it stops. Until the store survives that, the loop tests shield writes
-// so that they test the engine's own behaviour rather than fail at random.
-type shielded struct{ queue.Store }
-
-func (s shielded) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
-	return s.Store.ClaimJobs(context.WithoutCancel(ctx), p)
-}
-
-func (s shielded) SetProcess(ctx context.Context, p queue.ProcessParams) error {
-	return s.Store.SetProcess(context.WithoutCancel(ctx), p)
-}
-
-func (s shielded) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, error) {
-	return s.Store.FinishJobs(context.WithoutCancel(ctx), fs)
-}
-
-func (s shielded) Heartbeat(ctx context.Context, p queue.HeartbeatParams) (queue.HeartbeatResult, error) {
-	return s.Store.Heartbeat(context.WithoutCancel(ctx), p)
-}
-
-func (s shielded) RegisterWorker(ctx context.Context, w *queue.WorkerInfo) error {
-	return s.Store.RegisterWorker(context.WithoutCancel(ctx), w)
-}
-
-func (s shielded) UnregisterWorker(ctx context.Context, id string) error {
-	return s.Store.UnregisterWorker(context.WithoutCancel(ctx), id)
-}
-
 // spyStore records the contexts and calls the engine's claim loop makes.
 type spyStore struct {
 	queue.Store
@@ -137,7 +104,7 @@ func (s *spyStore) idleWaits() int {
 	return s.nextRunAt
 }
 
-// startEngine starts an engine on st (wrap it in shielded) and stops it when
+// startEngine starts an engine on st and stops it when
 // the test ends.
 func startEngine(t *testing.T, st queue.Store, r queue.Runner, cfg queue.EngineConfig) *queue.Engine {
 	t.Helper()
@@ -168,7 +135,7 @@ func workerIDs(t *testing.T, st queue.Store) []string {
 
 func TestEngineStopWaitsForRunningJobs(t *testing.T) {
 	st, _ := openStore(t)
-	spy := &spyStore{Store: shielded{st}}
+	spy := &spyStore{Store: st}
 	b := newBlocker()
 	enqueue(t, st, queue.NewJob{ID: "slow"}, time.Now())
 	eng := startEngine(t, spy, b.runner(), queue.EngineConfig{Poll: 50 * time.Millisecond})
@@ -216,7 +183,7 @@ func TestEngineStopInterruptsWhenGraceEnds(t *testing.T) {
 	st, _ := openStore(t)
 	b := newBlocker()
 	enqueue(t, st, queue.NewJob{ID: "long"}, time.Now())
-	eng := startEngine(t, shielded{st}, b.runner(), queue.EngineConfig{})
+	eng := startEngine(t, st, b.runner(), queue.EngineConfig{})
 	r := recv(t, b.started, "the job to start")
 
 	expired, cancel := context.WithCancel(context.Background())
@@ -264,7 +231,7 @@ func TestEngineCancelRunningJob(t *testing.T) {
 	st, _ := openStore(t)
 	b := newBlocker()
 	enqueue(t, st, queue.NewJob{ID: "doomed"}, time.Now())
-	startEngine(t, shielded{st}, b.runner(), queue.EngineConfig{CancelPoll: 20 * time.Millisecond})
+	startEngine(t, st, b.runner(), queue.EngineConfig{CancelPoll: 20 * time.Millisecond})
 	r := recv(t, b.started, "the job to start")
 
 	was, err := st.CancelJob(testCtx(t), "doomed", time.Now())
@@ -287,7 +254,7 @@ func TestEngineCancelRunningJob(t *testing.T) {
 func TestEngineWakesOnInsertFromAnotherHandle(t *testing.T) {
 	st, path := openStore(t)
 	other := openStoreAt(t, path)
-	spy := &spyStore{Store: shielded{st}}
+	spy := &spyStore{Store: st}
 	b := newBlocker()
 	// With a one-minute poll, only a wake-up can start the job in time.
 	startEngine(t, spy, b.runner(), queue.EngineConfig{Poll: time.Minute})
@@ -325,7 +292,7 @@ func TestEngineLanesLimitConcurrency(t *testing.T) {
 		ids = append(ids, id)
 		enqueue(t, st, queue.NewJob{ID: id, Queue: q}, now)
 	}
-	startEngine(t, shielded{st}, b.runner(), queue.EngineConfig{Lanes: []queue.Lane{
+	startEngine(t, st, b.runner(), queue.EngineConfig{Lanes: []queue.Lane{
 		{Queues: []string{"a"}, Slots: 2},
 		{Queues: []string{"b"}, Slots: 1},
 	}})
@@ -362,7 +329,7 @@ func TestEngineStartsDelayedJobAtItsRunAt(t *testing.T) {
 	runAt := time.Now().Add(150 * time.Millisecond).UTC().Truncate(time.Microsecond)
 	enqueue(t, st, queue.NewJob{ID: "later", RunAt: runAt}, time.Now())
 	// With a one-minute poll, the lane must sleep until run_at, not the poll.
-	startEngine(t, shielded{st}, b.runner(), queue.EngineConfig{Poll: time.Minute})
+	startEngine(t, st, b.runner(), queue.EngineConfig{Poll: time.Minute})
 	t.Cleanup(b.releaseAll)
 	r := recv(t, b.started, "the delayed job to start")
 	if got := getJob(t, st, "later").StartedAt; got.Before(runAt) {

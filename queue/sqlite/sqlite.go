@@ -25,6 +25,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -223,11 +224,22 @@ const busyTries = 10
 // write runs fn in a BEGIN IMMEDIATE transaction on the writer connection,
 // retrying a bounded number of times when SQLite reports the database busy.
 // full selects synchronous=FULL for transactions that acknowledge a user.
+//
+// A transaction, once begun, is not cancelled with ctx: the driver cannot
+// reset a connection interrupted mid-transaction, and database/sql would
+// discard the only writer connection. ctx is checked before the start.
 func (s *Store) write(ctx context.Context, full bool, fn func(tx *sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ctx = context.WithoutCancel(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conn == nil {
 		return errors.New("store is closed")
+	}
+	if err := s.reconnectIfDone(ctx); err != nil {
+		return err
 	}
 	if full != s.fullSync {
 		mode := "NORMAL"
@@ -248,6 +260,26 @@ func (s *Store) write(ctx context.Context, full bool, fn func(tx *sql.Tx) error)
 		time.Sleep(time.Duration(try) * 5 * time.Millisecond)
 	}
 	return describe(err)
+}
+
+// reconnectIfDone replaces the writer connection if database/sql has
+// discarded it (after a driver error), resetting what was tied to it.
+func (s *Store) reconnectIfDone(ctx context.Context) error {
+	err := s.conn.PingContext(ctx)
+	if !errors.Is(err, sql.ErrConnDone) && !errors.Is(err, driver.ErrBadConn) {
+		return nil
+	}
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = map[string]*sql.Stmt{}
+	s.conn.Close()
+	conn, err := s.writeDB.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("reconnect writer: %w", describe(err))
+	}
+	s.conn, s.fullSync = conn, false // a new connection starts with the DSN's synchronous=NORMAL
+	return nil
 }
 
 func (s *Store) tryWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {

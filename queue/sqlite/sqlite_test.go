@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/sqlite"
@@ -79,5 +81,39 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	_, err = sqlite.Open(context.Background(), path)
 	if !errors.Is(err, queue.ErrSchemaNewer) {
 		t.Fatalf("want ErrSchemaNewer, got %v", err)
+	}
+}
+
+// A write whose context is cancelled must not take the store's only writer
+// connection down with it.
+func TestCancelledWriteKeepsStoreUsable(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "queue.db"))
+	var jobs []*queue.Job
+	for i := range 20000 {
+		j, err := queue.NewJob{ID: "j" + strconv.Itoa(i), Command: "true"}.Resolve(queue.DefaultSettings(), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, j)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.InsertJobs(ctx, jobs) }()
+	cancel()
+	<-done // either refused before it began, or committed whole
+	if err := s.SetConfig(context.Background(), "max-retries", "4"); err != nil {
+		t.Fatalf("store unusable after a cancelled write: %v", err)
+	}
+	n, err := s.ListJobs(context.Background(), queue.ListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(n) != 0 && len(n) != len(jobs) {
+		t.Fatalf("a cancelled batch stored %d of %d jobs", len(n), len(jobs))
+	}
+	cancelled, stop := context.WithCancel(context.Background())
+	stop()
+	if err := s.SetConfig(cancelled, "max-retries", "5"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a write with a cancelled context must be refused, got %v", err)
 	}
 }
