@@ -253,14 +253,16 @@ func (s *Scheduler) handle(ctx context.Context, t *queue.Template, sched *cronsp
 		if err != nil {
 			return err
 		}
-		ev := log.Debug()
 		switch {
 		case res.Fired:
-			ev = log.Info().Str("job_id", res.JobID)
+			log.Info().Str("job_id", res.JobID).Time("slot", slot).Msg("fired")
 		case res.Skipped:
-			ev = log.Info().Str("overlap", t.Overlap)
+			log.Info().Time("slot", slot).Msg("slot skipped: the previous run is still active (overlap = skip)")
+		case res.Queued:
+			log.Info().Time("slot", slot).Msg("slot waits for the previous run to end (overlap = queue)")
+		default:
+			log.Debug().Str("job_id", res.JobID).Time("slot", slot).Msg("slot already fired by another scheduler")
 		}
-		ev.Time("slot", slot).Bool("fired", res.Fired).Bool("skipped", res.Skipped).Bool("queued", res.Queued).Msg("slot")
 	}
 	return nil
 }

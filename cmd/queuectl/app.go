@@ -63,6 +63,10 @@ PostgreSQL. Data lives in $QUEUECTL_HOME (default ~/.queuectl).`,
 		a.configCmd(),
 		a.statsCmd(),
 		a.cleanupCmd(),
+		a.validateCmd(),
+		a.runCmd(),
+		a.cronCmd(),
+		a.migrateCmd(),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	_ "time/tzdata" // time zones of cron jobs work without the host's zone files
 
 	"github.com/queuectl/queuectl/queue"
 )

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/postgres"
 )
 
 func openPostgres(ctx context.Context, dsn string) (queue.Store, error) {
-	return nil, errors.New("PostgreSQL support is not built into this binary")
+	return postgres.Open(ctx, dsn)
 }

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/postgres"
+	"github.com/queuectl/queuectl/scheduler"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) cronCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cron",
+		Short: "Recurring jobs: list them, show their next fire times, trigger one now",
+		Long: `Recurring jobs are declared in a configuration file. Without -c FILE these
+commands use the templates a service (queuectl run) last applied to the
+store; with -c FILE they read the file (and trigger applies it first).`,
+	}
+	cmd.AddCommand(a.cronListCmd(), a.cronNextCmd(), a.cronTriggerCmd())
+	return cmd
+}
+
+// templatesFor returns the templates to show: from the file when -c is
+// given (with the store's state of templates of the same name), else from
+// the store.
+func (a *app) templatesFor(ctx context.Context, o *fileOptions, apply bool) ([]*queue.Template, queue.Store, error) {
+	var file []*queue.Template
+	dsn, err := a.dsn()
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.path != "" {
+		f, err := a.loadFile(o)
+		if err != nil {
+			return nil, nil, err
+		}
+		file = templates(f)
+		if dsn, err = a.fileDSN(f); err != nil {
+			return nil, nil, err
+		}
+		st, err := openStore(ctx, dsn)
+		if err != nil {
+			return nil, nil, err
+		}
+		if apply {
+			if err := applyFile(ctx, st, f, a.now()); err != nil {
+				st.Close()
+				return nil, nil, err
+			}
+		}
+		stored, err := st.Templates(ctx)
+		if err != nil {
+			st.Close()
+			return nil, nil, err
+		}
+		for _, t := range file {
+			for _, s := range stored {
+				if s.Name == t.Name {
+					t.Cursor, t.LastJob, t.PendingTrigger, t.PendingKind = s.Cursor, s.LastJob, s.PendingTrigger, s.PendingKind
+				}
+			}
+		}
+		return file, st, nil
+	}
+	st, err := openStore(ctx, dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	ts, err := st.Templates(ctx)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return ts, st, nil
+}
+
+func findTemplate(ts []*queue.Template, name string) (*queue.Template, error) {
+	for _, t := range ts {
+		if t.Name == name {
+			return t, nil
+		}
+	}
+	names := ""
+	for i, t := range ts {
+		if i > 0 {
+			names += ", "
+		}
+		names += t.Name
+	}
+	if names == "" {
+		names = "none; apply a file with queuectl run, or pass -c FILE"
+	}
+	return nil, fmt.Errorf("recurring job %q: %w (known: %s)", name, queue.ErrNotFound, names)
+}
+
+func (a *app) cronListCmd() *cobra.Command {
+	var o fileOptions
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list [-c FILE]",
+		Short: "List recurring jobs with their last and next fire and last outcome",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ts, st, err := a.templatesFor(cmd.Context(), &o, false)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if asJSON {
+				if ts == nil {
+					ts = []*queue.Template{}
+				}
+				return a.printJSON(ts)
+			}
+			now := a.now()
+			tw := a.table()
+			fmt.Fprintln(tw, "NAME\tSCHEDULE\tZONE\tQUEUE\tLAST FIRE\tNEXT FIRE\tLAST OUTCOME")
+			for _, t := range ts {
+				last, outcome := "-", "-"
+				if t.LastJob != nil {
+					last, outcome = fmtTime(t.LastJob.ScheduledAt), string(t.LastJob.State)
+				}
+				next := "never"
+				if sc, err := scheduler.Parse(t); err == nil {
+					if n := sc.Next(now); !n.IsZero() {
+						next = fmtTime(n)
+					}
+				}
+				if !t.Enabled {
+					next = "disabled"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Schedule, t.TimeZone, t.Queue, last, next, outcome)
+			}
+			return tw.Flush()
+		},
+	}
+	o.flags(cmd, false)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) cronNextCmd() *cobra.Command {
+	var o fileOptions
+	var n int
+	cmd := &cobra.Command{
+		Use:   "next NAME [-n 10] [-c FILE]",
+		Short: "Show the next fire times of a recurring job, in its zone and in UTC",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if n < 1 || n > 10000 {
+				return usagef("-n %d: must be from 1 to 10000", n)
+			}
+			ts, st, err := a.templatesFor(cmd.Context(), &o, false)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			t, err := findTemplate(ts, args[0])
+			if err != nil {
+				return err
+			}
+			sc, err := scheduler.Parse(t)
+			if err != nil {
+				return err
+			}
+			tw := a.table()
+			fmt.Fprintf(tw, "%s\tUTC\n", "LOCAL ("+t.TimeZone+")")
+			at := a.now()
+			for range n {
+				at = sc.Next(at)
+				if at.IsZero() {
+					break
+				}
+				fmt.Fprintf(tw, "%s\t%s\n", at.In(sc.Location()).Format("2006-01-02 15:04:05 MST"), at.UTC().Format(time.RFC3339))
+			}
+			return tw.Flush()
+		},
+	}
+	o.flags(cmd, false)
+	cmd.Flags().IntVarP(&n, "count", "n", 10, "how many fire times")
+	return cmd
+}
+
+func (a *app) cronTriggerCmd() *cobra.Command {
+	var o fileOptions
+	cmd := &cobra.Command{
+		Use:   "trigger NAME [-c FILE]",
+		Short: "Run a recurring job now, through the queue, under its overlap policy",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			ts, st, err := a.templatesFor(ctx, &o, true)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			t, err := findTemplate(ts, args[0])
+			if err != nil {
+				return err
+			}
+			d, err := scheduler.LoadDefaults(ctx, st)
+			if err != nil {
+				return err
+			}
+			now := a.now()
+			res, err := scheduler.Fire(ctx, st, t, d, queue.FireManual, now, now, nil)
+			switch {
+			case err != nil:
+				return err
+			case res.Fired:
+				fmt.Fprintln(a.stdout, res.JobID)
+			case res.Queued:
+				fmt.Fprintf(a.stderr, "%s: its previous run is still active (overlap = queue); this run starts when it ends\n", t.Name)
+			default:
+				return fmt.Errorf("%s not triggered: its previous run is still active and overlap = %s", t.Name, t.Overlap)
+			}
+			return nil
+		},
+	}
+	o.flags(cmd, false)
+	return cmd
+}
+
+func (a *app) migrateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Create or upgrade the database schema (done on first use anyway)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dsn, err := a.dsn()
+			if err != nil {
+				return err
+			}
+			if isPostgresURL(dsn) {
+				n, err := postgres.Migrate(cmd.Context(), dsn)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(a.stdout, "applied %d migration(s); schema version %d\n", n, postgres.LatestVersion())
+				return err
+			}
+			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+				_, err := fmt.Fprintln(a.stdout, "database schema is up to date")
+				return err
+			})
+		},
+	}
+}

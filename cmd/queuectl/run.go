@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"reflect"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/queuectl/queuectl/config"
+	"github.com/queuectl/queuectl/executor"
+	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/scheduler"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+)
+
+// fileOptions locate and parametrize a configuration file.
+type fileOptions struct {
+	path string
+	vars []string
+}
+
+func (o *fileOptions) flags(cmd *cobra.Command, required bool) {
+	cmd.Flags().StringVarP(&o.path, "config", "c", "", "configuration file (HCL)")
+	cmd.Flags().StringArrayVar(&o.vars, "var", nil, "set a variable: --var name=value (repeatable)")
+	if required {
+		cmd.MarkFlagRequired("config")
+	}
+}
+
+// load reads the file; on errors it prints every diagnostic to stderr and
+// returns a silent exit 2.
+func (a *app) loadFile(o *fileOptions) (*config.File, error) {
+	vars := map[string]string{}
+	for _, v := range o.vars {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || k == "" {
+			return nil, usagef("--var %q: use name=value", v)
+		}
+		vars[k] = val
+	}
+	f, diags := config.Load(o.path, config.Options{Vars: vars})
+	if diags.HasErrors() {
+		config.WriteDiagnostics(a.stderr, nil, diags)
+		fmt.Fprintf(a.stderr, "%s: %d error(s)\n", o.path, countErrors(diags))
+		return nil, silentError{exitUsage}
+	}
+	return f, nil
+}
+
+func countErrors(diags hcl.Diagnostics) int {
+	n := 0
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError {
+			n++
+		}
+	}
+	return n
+}
+
+// fileDSN is the database of a service: --db, else the file's database,
+// else QUEUECTL_DB, else the default.
+func (a *app) fileDSN(f *config.File) (string, error) {
+	if a.dbFlag == "" && f.Database != "" {
+		return f.Database, nil
+	}
+	return a.dsn()
+}
+
+// templates converts the file's jobs to store templates.
+func templates(f *config.File) []*queue.Template {
+	var out []*queue.Template
+	for _, j := range f.Jobs {
+		out = append(out, &queue.Template{
+			Name: j.Name, Queue: j.Queue, Schedule: j.Schedule, TimeZone: j.TimeZone, Command: j.Command, Dir: j.Dir,
+			Env: j.Env, Overlap: j.Overlap, CatchUp: j.CatchUp, MaxCatchUp: j.MaxCatchUp, Jitter: j.Jitter,
+			Priority: j.Priority, Enabled: j.Enabled, Retry: overrides(f.RetryFor(j.Queue, j.Retry)),
+		})
+	}
+	return out
+}
+
+// queueConfigs converts the file's queues; the defaults block reaches jobs
+// through the queues it declares.
+func queueConfigs(f *config.File) []queue.QueueConfig {
+	var out []queue.QueueConfig
+	for _, q := range f.Queues {
+		out = append(out, queue.QueueConfig{Name: q.Name, Concurrency: q.Concurrency, Retry: overrides(q.Retry.Or(f.Defaults))})
+	}
+	return out
+}
+
+func overrides(r config.Retry) queue.Overrides {
+	return queue.Overrides{MaxRetries: r.MaxRetries, BackoffBase: r.BackoffBase, MaxBackoff: r.MaxBackoff, Timeout: r.Timeout}
+}
+
+// applyFile writes the file's queues and templates to the store.
+func applyFile(ctx context.Context, st queue.Store, f *config.File, now time.Time) error {
+	if err := st.ApplyQueues(ctx, queueConfigs(f)); err != nil {
+		return err
+	}
+	return st.ApplyTemplates(ctx, templates(f), now)
+}
+
+func lanes(f *config.File) []queue.Lane {
+	var out []queue.Lane
+	for _, q := range f.Queues {
+		out = append(out, queue.Lane{Name: q.Name, Queues: []string{q.Name}, Slots: q.Concurrency})
+	}
+	return out
+}
+
+func (a *app) validateCmd() *cobra.Command {
+	var o fileOptions
+	cmd := &cobra.Command{
+		Use:   "validate -c FILE",
+		Short: "Check a configuration file and show what it declares",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := a.loadFile(&o)
+			if err != nil {
+				return err
+			}
+			now := a.now()
+			var fires []string
+			for _, t := range templates(f) {
+				next := "never"
+				if sc, err := scheduler.Parse(t); err == nil {
+					if n := sc.Next(now); !n.IsZero() {
+						next = n.Format(time.RFC3339)
+					}
+				}
+				if !t.Enabled {
+					next = "disabled"
+				}
+				fires = append(fires, t.Name+" "+next)
+			}
+			summary := fmt.Sprintf("%s is valid: %d queue(s), %d job(s)", o.path, len(f.Queues), len(f.Jobs))
+			if len(fires) > 0 {
+				summary += "; next fire: " + strings.Join(fires, ", ")
+			}
+			_, err = fmt.Fprintln(a.stdout, summary)
+			return err
+		},
+	}
+	o.flags(cmd, true)
+	return cmd
+}
+
+type runOptions struct {
+	file  fileOptions
+	grace time.Duration
+	kill  time.Duration
+	lease time.Duration
+}
+
+func (a *app) runCmd() *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run -c FILE [--var k=v]",
+		Short: "Run the service: fire the file's cron jobs and work its queues",
+		Long: `Run in the foreground: apply the file's queues and recurring jobs to the store,
+fire cron slots, and run jobs of the declared queues (each with its
+concurrency), ad-hoc ones included.
+
+SIGINT/SIGTERM stop gracefully (running jobs finish; a second signal or
+--grace stops them and puts them back). SIGHUP reloads the file; an invalid
+file keeps the old one and the reason is logged. Several run and worker
+processes may share one database.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.runService(cmd.Context(), &o)
+		},
+	}
+	o.file.flags(cmd, true)
+	cmd.Flags().DurationVar(&o.grace, "grace", 0, "after a stop signal, how long running jobs may finish before they are stopped and put back (0: until a second signal)")
+	cmd.Flags().DurationVar(&o.kill, "kill-grace", 5*time.Second, "on timeout or stop, how long a job has between SIGTERM and SIGKILL")
+	cmd.Flags().DurationVar(&o.lease, "lease", 30*time.Second, "job lease")
+	return cmd
+}
+
+// service is a running `queuectl run`: one scheduler and one engine whose
+// lanes are the file's queues.
+type service struct {
+	a     *app
+	o     *runOptions
+	log   zerolog.Logger
+	st    queue.Store
+	file  *config.File
+	eng   *queue.Engine
+	sched *scheduler.Scheduler
+}
+
+func (a *app) runService(ctx context.Context, o *runOptions) error {
+	// Catch signals before anything else: SIGHUP's default action would
+	// kill a service that has not yet reached its loop.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	log, err := a.logger(a.stderr)
+	if err != nil {
+		return err
+	}
+	f, err := a.loadFile(&o.file)
+	if err != nil {
+		return err
+	}
+	dsn, err := a.fileDSN(f)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	s := &service{a: a, o: o, log: log, st: st}
+	if err := s.apply(ctx, f); err != nil {
+		return err
+	}
+	s.sched = scheduler.New(st, scheduler.Config{Log: log})
+	if err := s.sched.Start(ctx); err != nil {
+		return err
+	}
+	log.Info().Str("config", o.file.path).Int("queues", len(f.Queues)).Int("jobs", len(f.Jobs)).Msg("service started")
+
+	for {
+		var sig os.Signal
+		select {
+		case sig = <-sigs:
+		case <-s.eng.StopRequested():
+			log.Info().Msg("stop requested")
+			sig = syscall.SIGTERM
+		}
+		if sig == syscall.SIGHUP {
+			s.reload(ctx)
+			continue
+		}
+		log.Info().Str("signal", sig.String()).Msg("stopping: running jobs may finish (send the signal again to stop them)")
+		break
+	}
+	s.sched.Stop(context.Background())
+	stopCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if o.grace > 0 {
+		t := time.AfterFunc(o.grace, cancel)
+		defer t.Stop()
+	}
+	go func() {
+		for sig := range sigs {
+			if sig != syscall.SIGHUP {
+				log.Warn().Str("signal", sig.String()).Msg("second signal: stopping running jobs")
+				cancel()
+				return
+			}
+		}
+	}()
+	return s.eng.Stop(stopCtx)
+}
+
+// apply writes f to the store and (re)starts the engine when the queues
+// changed; the old engine drains in the background.
+func (s *service) apply(ctx context.Context, f *config.File) error {
+	if err := applyFile(ctx, s.st, f, s.a.now()); err != nil {
+		return err
+	}
+	old := s.file
+	s.file = f
+	if old != nil && reflect.DeepEqual(lanes(old), lanes(f)) {
+		return nil
+	}
+	eng := queue.NewEngine(s.st, shellRunner{executor.New(executor.Config{KillGrace: s.o.kill})}, queue.EngineConfig{
+		Lanes: lanes(f), Lease: s.o.lease, Log: s.log,
+	})
+	if err := eng.Start(ctx); err != nil {
+		return err
+	}
+	if prev := s.eng; prev != nil {
+		s.log.Info().Msg("queues changed: new worker slots started; the old ones finish their running jobs")
+		go prev.Stop(context.Background())
+	}
+	s.eng = eng
+	return nil
+}
+
+func (s *service) reload(ctx context.Context) {
+	var diags bytes.Buffer
+	a := *s.a
+	a.stderr = &diags
+	f, err := a.loadFile(&s.o.file)
+	if err != nil {
+		s.log.Error().Str("config", s.o.file.path).Str("diagnostics", strings.TrimSpace(diags.String())).
+			Msg("reload failed; keeping the previous configuration")
+		return
+	}
+	if f.Database != s.file.Database {
+		s.log.Warn().Msg("the database setting changed; it takes effect on restart")
+	}
+	if err := s.apply(ctx, f); err != nil {
+		s.log.Error().Err(err).Msg("reload failed; keeping the previous configuration")
+		return
+	}
+	s.log.Info().Int("queues", len(f.Queues)).Int("jobs", len(f.Jobs)).Msg("configuration reloaded")
+}

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// service is a `queuectl run` process under test.
+type serviceProc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	logs bytes.Buffer
+	done chan error
+}
+
+func (s *serviceProc) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs.Write(p)
+}
+
+func (s *serviceProc) log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs.String()
+}
+
+func (c *cli) startService(args ...string) *serviceProc {
+	c.t.Helper()
+	s := &serviceProc{t: c.t, cmd: c.cmd(append([]string{"run", "--log-format", "json"}, args...)...), done: make(chan error, 1)}
+	s.cmd.Stdout, s.cmd.Stderr = s, s
+	if err := s.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	go func() { s.done <- s.cmd.Wait() }()
+	c.t.Cleanup(func() {
+		s.cmd.Process.Signal(syscall.SIGKILL)
+		<-s.done
+	})
+	return s
+}
+
+func (s *serviceProc) signal(sig syscall.Signal) {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *serviceProc) wait(timeout time.Duration) error {
+	s.t.Helper()
+	select {
+	case err := <-s.done:
+		s.done <- err
+		return err
+	case <-time.After(timeout):
+		s.t.Fatalf("service did not exit within %s; log:\n%s", timeout, s.log())
+		return nil
+	}
+}
+
+func writeFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// templateJobs lists the jobs a template fired, by scheduled slot.
+func (c *cli) templateJobs(name string) []jobView {
+	c.t.Helper()
+	var out []jobView
+	var raw []map[string]any
+	body := c.ok("list", "--json", "--limit", "0")
+	json.Unmarshal([]byte(body), &raw)
+	var all []jobView
+	json.Unmarshal([]byte(body), &all)
+	for i, r := range raw {
+		if r["template"] == name {
+			out = append(out, all[i])
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func TestE2ERunFiresPerSecondSchedule(t *testing.T) {
+	c := newCLI(t)
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, `
+queue "default" { concurrency = 2 }
+job "tick" {
+  schedule = "* * * * * *"
+  command  = "echo $QUEUECTL_TEMPLATE $QUEUECTL_SCHEDULED_AT"
+  overlap  = "allow"
+  catch_up = "none"
+}
+`)
+	svc := c.startService("-c", cfg)
+	waitFor(t, "5 completed fires", 30*time.Second, func() bool {
+		n := 0
+		for _, j := range c.templateJobs("tick") {
+			if j.State == "completed" {
+				n++
+			}
+		}
+		return n >= 5
+	})
+	svc.signal(syscall.SIGTERM)
+	if err := svc.wait(30 * time.Second); err != nil {
+		t.Fatalf("service exit: %v\n%s", err, svc.log())
+	}
+	jobs := c.templateJobs("tick")
+	// One job per second, no slot twice, none missing between the first and the last.
+	var prev time.Time
+	for i, j := range jobs {
+		var slot time.Time
+		out := c.ok("output", j.ID)
+		fields := strings.Fields(out)
+		if len(fields) != 2 || fields[0] != "tick" {
+			t.Fatalf("job %s output %q: want the template name and slot", j.ID, out)
+		}
+		slot, _ = time.Parse(time.RFC3339, fields[1])
+		if i > 0 && slot.Sub(prev) != time.Second {
+			t.Fatalf("slots %v then %v: want one per second", prev, slot)
+		}
+		prev = slot
+	}
+	if len(jobs) < 5 {
+		t.Fatalf("%d jobs", len(jobs))
+	}
+}
+
+func TestE2ERunReloadAndGracefulStop(t *testing.T) {
+	c := newCLI(t)
+	cfg := filepath.Join(c.home, "queue.hcl")
+	marker := filepath.Join(c.home, "slow-started")
+	writeFile(t, cfg, `
+job "slow" {
+  schedule = "@every 1h"
+  command  = "touch `+marker+`; sleep 1; echo slow done"
+}
+`)
+	svc := c.startService("-c", cfg)
+	waitFor(t, "the service to apply the file", 20*time.Second, func() bool {
+		return strings.Contains(c.ok("cron", "list"), "slow")
+	})
+
+	// An invalid file is refused and the old one kept.
+	writeFile(t, cfg, `job "broken" { schedule = "61 * * * *" command = "true" }`)
+	svc.signal(syscall.SIGHUP)
+	waitFor(t, "the failed reload to be logged", 20*time.Second, func() bool {
+		return strings.Contains(svc.log(), "reload failed")
+	})
+	if list := c.ok("cron", "list"); !strings.Contains(list, "slow") || strings.Contains(list, "broken") {
+		t.Fatalf("an invalid reload changed the templates:\n%s", list)
+	}
+
+	// A valid file replaces the templates: "slow" stops firing, "fast" starts.
+	writeFile(t, cfg, `
+job "slow" {
+  schedule = "@every 1h"
+  command  = "touch `+marker+`; sleep 1; echo slow done"
+}
+job "fast" {
+  schedule = "* * * * * *"
+  command  = "true"
+  overlap  = "skip"
+}
+`)
+	svc.signal(syscall.SIGHUP)
+	waitFor(t, "the reloaded template to fire", 20*time.Second, func() bool {
+		return len(c.templateJobs("fast")) > 0
+	})
+
+	// A manual trigger runs through the same engine; SIGTERM lets it finish.
+	id := strings.TrimSpace(c.ok("cron", "trigger", "slow"))
+	waitFor(t, "the triggered job to start", 20*time.Second, func() bool {
+		_, err := os.Stat(marker)
+		return err == nil
+	})
+	svc.signal(syscall.SIGTERM)
+	if err := svc.wait(30 * time.Second); err != nil {
+		t.Fatalf("service exit: %v\n%s", err, svc.log())
+	}
+	if j := c.job(id); j.State != "completed" {
+		t.Fatalf("a job running at SIGTERM should finish: %+v\n%s", j, svc.log())
+	}
+}
+
+func TestE2EValidate(t *testing.T) {
+	c := newCLI(t)
+	good, _ := filepath.Abs("../../examples/queue.hcl")
+	out := c.ok("validate", "-c", good)
+	if !strings.Contains(out, "valid") || !strings.Contains(out, "nightly-backup") {
+		t.Fatalf("validate: %q", out)
+	}
+	bad := filepath.Join(c.home, "bad.hcl")
+	writeFile(t, bad, `
+queue "q" { concurrency = -1 }
+job "a" {
+  queue    = "nope"
+  schedule = "0 0 30 2 *"
+  command  = "true"
+  time_zone = "Mars/Olympus"
+}
+`)
+	stdout, stderr, code := c.run("validate", "-c", bad)
+	if code != 2 || stdout != "" {
+		t.Fatalf("invalid file: exit %d stdout %q", code, stdout)
+	}
+	for _, want := range []string{"bad.hcl line 2, column 27", "line 4, column 14", "line 5, column 14", "line 7, column 15", "4 error(s)"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("diagnostics lack %q:\n%s", want, stderr)
+		}
+	}
+}
+
+func TestE2ECronNextAndList(t *testing.T) {
+	c := newCLI(t)
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, `
+job "nightly" {
+  schedule  = "0 2 * * *"
+  time_zone = "Europe/Berlin"
+  command   = "true"
+}
+`)
+	out := c.ok("cron", "next", "nightly", "-n", "3", "-c", cfg)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[1], "02:00:00 CE") {
+		t.Fatalf("cron next:\n%s", out)
+	}
+	if _, stderr, code := c.run("cron", "next", "nope", "-c", cfg); code != 1 || !strings.Contains(stderr, "nightly") {
+		t.Fatalf("unknown template: exit %d %q", code, stderr)
+	}
+	if list := c.ok("cron", "list", "-c", cfg); !strings.Contains(list, "Europe/Berlin") {
+		t.Fatalf("cron list:\n%s", list)
+	}
+}
