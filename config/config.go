@@ -45,7 +45,7 @@ const (
 // running at the next fire time.
 const (
 	OverlapSkip  = "skip"  // do not enqueue this fire
-	OverlapQueue = "queue" // enqueue it anyway; it waits behind the previous run
+	OverlapQueue = "queue" // fire it once the previous run ends; only the newest waiting fire is kept
 	OverlapAllow = "allow" // enqueue it and let it run concurrently
 )
 

@@ -64,10 +64,10 @@ func countErrors(diags hcl.Diagnostics) int {
 	return n
 }
 
-// fileDSN is the database of a service: --db, else the file's database,
-// else QUEUECTL_DB, else the default.
+// fileDSN is the database of a service: --db, else QUEUECTL_DB, else the
+// file's database, else the default.
 func (a *app) fileDSN(f *config.File) (string, error) {
-	if a.dbFlag == "" && f.Database != "" {
+	if a.dbFlag == "" && a.getenv("QUEUECTL_DB") == "" && f.Database != "" {
 		return f.Database, nil
 	}
 	return a.dsn()
