@@ -510,3 +510,88 @@ func TestE2EBatchEnqueueIsAtomic(t *testing.T) {
 		t.Fatalf("bad line: exit %d %q", code, errOut)
 	}
 }
+
+func TestE2EForegroundWorkersStopOnInterrupt(t *testing.T) {
+	c := newCLI(t)
+	c.ok("enqueue", "--id", "fg", "--command", "sleep 1; echo fg done")
+	cmd := c.cmd("worker", "start", "--foreground", "--count", "2")
+	var out, logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	c.waitState("fg", "processing", 20*time.Second)
+	// Ctrl-C: the running job finishes, then the workers exit.
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("foreground workers: %v\n%s", err, logs.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("foreground workers did not stop:\n%s", logs.String())
+	}
+	if j := c.job("fg"); j.State != "completed" {
+		t.Fatalf("job after Ctrl-C: %+v", j)
+	}
+	if pids := strings.Fields(out.String()); len(pids) != 2 {
+		t.Fatalf("printed pids %q", out.String())
+	}
+}
+
+func TestE2EStatsConfigAndCleanup(t *testing.T) {
+	c := newCLI(t)
+	c.ok("enqueue", "--id", "ok1", "--command", "true")
+	c.ok("enqueue", "--id", "bad1", "--command", "exit 1", "--max-retries", "0")
+	c.ok("enqueue", "--id", "wait", "--command", "true", "--run-at", "+1h")
+	c.ok("worker", "start")
+	c.waitState("bad1", "dead", 20*time.Second)
+	c.waitState("ok1", "completed", 20*time.Second)
+	var stats struct {
+		Total struct {
+			Attempts    int            `json:"attempts"`
+			FailureRate float64        `json:"failure_rate"`
+			Jobs        map[string]int `json:"jobs"`
+		} `json:"total"`
+		Queues []struct {
+			Queue string `json:"queue"`
+		} `json:"queues"`
+		Slowest []struct {
+			ID string `json:"id"`
+		} `json:"slowest"`
+	}
+	if err := json.Unmarshal([]byte(c.ok("stats", "--json")), &stats); err != nil {
+		t.Fatal(err)
+	}
+	if stats.Total.Attempts != 2 || stats.Total.FailureRate != 0.5 || stats.Total.Jobs["pending"] != 1 ||
+		len(stats.Queues) != 1 || len(stats.Slowest) != 2 {
+		t.Fatalf("stats: %+v", stats)
+	}
+	if out := c.ok("stats"); !strings.Contains(out, "P95") || !strings.Contains(out, "50.0%") {
+		t.Fatalf("stats table:\n%s", out)
+	}
+	var cfg map[string]string
+	json.Unmarshal([]byte(c.ok("config", "get", "--json")), &cfg)
+	if cfg["max-retries"] != "3" || cfg["backoff-base"] != "2" || cfg["max-backoff"] != "1h" || cfg["timeout"] != "0" {
+		t.Fatalf("config get: %v", cfg)
+	}
+	c.ok("config", "set", "timeout", "90s")
+	if got := c.ok("config", "get", "timeout"); got != "1m30s\n" {
+		t.Fatalf("timeout = %q", got)
+	}
+	if out := c.ok("cleanup", "--older-than", "1h"); out != "deleted 0 job(s)\n" {
+		t.Fatalf("nothing is an hour old: %q", out)
+	}
+	if out := c.ok("cleanup", "--older-than", "0s", "--state", "dead"); out != "deleted 1 job(s)\n" {
+		t.Fatalf("cleanup dead: %q", out)
+	}
+	if _, errOut, code := c.run("cleanup", "--older-than", "0s", "--state", "pending"); code != 2 || !strings.Contains(errOut, "finished") {
+		t.Fatalf("cleanup of pending jobs must be refused: %d %q", code, errOut)
+	}
+	if n := len(c.list("")); n != 2 {
+		t.Fatalf("%d jobs left, want 2", n)
+	}
+}

@@ -267,7 +267,15 @@ func parseRunAt(s string, now time.Time) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// queueOverrides reads per-queue defaults applied by a service's HCL file.
+// queueOverrides reads the per-queue settings a service's HCL file applied.
 func queueOverrides(ctx context.Context, st queue.Store) (map[string]queue.Overrides, error) {
-	return nil, nil
+	qs, err := st.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]queue.Overrides, len(qs))
+	for _, q := range qs {
+		out[q.Name] = q.Retry
+	}
+	return out, nil
 }

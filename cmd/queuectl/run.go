@@ -154,10 +154,12 @@ func (a *app) validateCmd() *cobra.Command {
 }
 
 type runOptions struct {
-	file  fileOptions
-	grace time.Duration
-	kill  time.Duration
-	lease time.Duration
+	file   fileOptions
+	grace  time.Duration
+	kill   time.Duration
+	lease  time.Duration
+	jitter float64
+	retry  queue.RetryPolicy
 }
 
 func (a *app) runCmd() *cobra.Command {
@@ -182,6 +184,7 @@ processes may share one database.`,
 	cmd.Flags().DurationVar(&o.grace, "grace", 0, "after a stop signal, how long running jobs may finish before they are stopped and put back (0: until a second signal)")
 	cmd.Flags().DurationVar(&o.kill, "kill-grace", 5*time.Second, "on timeout or stop, how long a job has between SIGTERM and SIGKILL")
 	cmd.Flags().DurationVar(&o.lease, "lease", 30*time.Second, "job lease")
+	retryJitterFlag(cmd.Flags(), &o.jitter)
 	return cmd
 }
 
@@ -205,6 +208,9 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 	defer signal.Stop(sigs)
 	log, err := a.logger(a.stderr)
 	if err != nil {
+		return err
+	}
+	if o.retry, err = retryPolicy(o.jitter); err != nil {
 		return err
 	}
 	f, err := a.loadFile(&o.file)
@@ -276,7 +282,7 @@ func (s *service) apply(ctx context.Context, f *config.File) error {
 		return nil
 	}
 	eng := queue.NewEngine(s.st, shellRunner{executor.New(executor.Config{KillGrace: s.o.kill})}, queue.EngineConfig{
-		Lanes: lanes(f), Lease: s.o.lease, Log: s.log,
+		Lanes: lanes(f), Lease: s.o.lease, Log: s.log, Retry: s.o.retry,
 	})
 	if err := eng.Start(ctx); err != nil {
 		return err

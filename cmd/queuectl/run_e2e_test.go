@@ -248,3 +248,35 @@ job "nightly" {
 		t.Fatalf("cron list:\n%s", list)
 	}
 }
+
+func TestE2EEnqueuePicksUpQueueDefaults(t *testing.T) {
+	c := newCLI(t)
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, `
+defaults { timeout = "5m" }
+queue "reports" {
+  concurrency = 1
+  max_retries = 5
+}
+`)
+	// cron trigger -c applies the file like run does; here the file has no
+	// jobs, so apply it through a short-lived service instead.
+	svc := c.startService("-c", cfg)
+	waitFor(t, "the file to be applied", 20*time.Second, func() bool {
+		return strings.Contains(svc.log(), "service started")
+	})
+	svc.signal(syscall.SIGTERM)
+	svc.wait(20 * time.Second)
+	c.ok("enqueue", "--id", "r1", "--queue", "reports", "--command", "true")
+	c.ok("enqueue", "--id", "r2", "--queue", "reports", "--command", "true", "--max-retries", "1")
+	c.ok("enqueue", "--id", "o1", "--queue", "other", "--command", "true")
+	if j := c.job("r1"); j.MaxRetries != 5 || j.Timeout == nil || *j.Timeout != 300 {
+		t.Fatalf("reports job takes the queue's settings: %+v", j)
+	}
+	if j := c.job("r2"); j.MaxRetries != 1 {
+		t.Fatalf("the job's own setting wins: %+v", j)
+	}
+	if j := c.job("o1"); j.MaxRetries != 3 || j.Timeout != nil {
+		t.Fatalf("an undeclared queue takes the store's config: %+v", j)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -18,6 +19,7 @@ import (
 	"github.com/queuectl/queuectl/queue"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func (a *app) workerCmd() *cobra.Command {
@@ -37,6 +39,7 @@ type workerOptions struct {
 	lease  time.Duration
 	poll   time.Duration
 	kill   time.Duration
+	jitter float64
 }
 
 func (o *workerOptions) flags(cmd *cobra.Command) {
@@ -46,6 +49,19 @@ func (o *workerOptions) flags(cmd *cobra.Command) {
 	f.DurationVar(&o.lease, "lease", 30*time.Second, "job lease; a job whose worker stops renewing it is rescued after this long")
 	f.DurationVar(&o.poll, "poll", 2*time.Second, "fallback poll interval when idle (wake-ups normally start jobs at once)")
 	f.DurationVar(&o.kill, "kill-grace", 5*time.Second, "on timeout or stop, how long a job has between SIGTERM and SIGKILL")
+	retryJitterFlag(f, &o.jitter)
+}
+
+func retryJitterFlag(f *pflag.FlagSet, v *float64) {
+	f.Float64Var(v, "retry-jitter", 0, "add a random delay of up to this fraction of each retry's backoff (0..1), to spread retries")
+}
+
+// retryPolicy checks --retry-jitter and builds the policy.
+func retryPolicy(jitter float64) (queue.RetryPolicy, error) {
+	if jitter < 0 || jitter > 1 || jitter != jitter {
+		return queue.RetryPolicy{}, usagef("--retry-jitter %g: must be from 0 to 1", jitter)
+	}
+	return queue.RetryPolicy{Jitter: jitter, Rand: rand.Float64}, nil
 }
 
 // workerRunCmd runs one worker in this process. worker start uses it.
@@ -73,6 +89,10 @@ func (a *app) runWorker(ctx context.Context, o *workerOptions) error {
 	if o.slots < 1 {
 		return usagef("--slots %d: must be at least 1", o.slots)
 	}
+	retry, err := retryPolicy(o.jitter)
+	if err != nil {
+		return err
+	}
 	st, err := a.store(ctx)
 	if err != nil {
 		return err
@@ -80,7 +100,7 @@ func (a *app) runWorker(ctx context.Context, o *workerOptions) error {
 	defer st.Close()
 	eng := queue.NewEngine(st, shellRunner{executor.New(executor.Config{KillGrace: o.kill})}, queue.EngineConfig{
 		Lanes: []queue.Lane{{Queues: o.queues, Slots: o.slots}},
-		Lease: o.lease, Poll: o.poll, Log: log,
+		Lease: o.lease, Poll: o.poll, Log: log, Retry: retry,
 	})
 	return serve(ctx, log, o.grace, eng.Start, eng.Stop, eng.StopRequested())
 }
@@ -162,7 +182,7 @@ func (a *app) childArgs(cmd *cobra.Command, dsn string, o *workerOptions) []stri
 	for _, q := range o.queues {
 		args = append(args, "--queue", q)
 	}
-	for _, name := range []string{"grace", "lease", "poll", "kill-grace"} {
+	for _, name := range []string{"grace", "lease", "poll", "kill-grace", "retry-jitter"} {
 		if f := cmd.Flags().Lookup(name); f.Changed {
 			args = append(args, "--"+name, f.Value.String())
 		}
