@@ -33,6 +33,7 @@ type Lane struct {
 // EngineConfig configures an Engine. Zero values take the defaults noted.
 type EngineConfig struct {
 	WorkerID   string        // default: host:pid:random
+	Host       string        // this host's name; default os.Hostname
 	Lanes      []Lane        // default: one lane, every queue, one slot
 	Lease      time.Duration // default 30s; renewed every Lease/3
 	Poll       time.Duration // fallback poll when idle; default 2s
@@ -137,7 +138,10 @@ func (r *runningJob) why() Outcome {
 // NewEngine returns an engine that has not started.
 func NewEngine(store Store, runner Runner, cfg EngineConfig) *Engine {
 	cfg.defaults()
-	host, _ := os.Hostname()
+	host := cfg.Host
+	if host == "" {
+		host, _ = os.Hostname()
+	}
 	pid := os.Getpid()
 	start, _ := proc.StartTime(pid)
 	if cfg.WorkerID == "" {

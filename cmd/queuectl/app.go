@@ -122,6 +122,18 @@ func (a *app) dsn() (string, error) {
 	return filepath.Join(h, "queue.db"), nil
 }
 
+// hostName identifies this host to other workers: $QUEUECTL_HOST, else the
+// host name. Set QUEUECTL_HOST where host names are not unique (containers).
+// Workers on the same host detect each other's death by process id; across
+// hosts only by lease expiry.
+func (a *app) hostName() string {
+	if h := a.getenv("QUEUECTL_HOST"); h != "" {
+		return h
+	}
+	h, _ := os.Hostname()
+	return h
+}
+
 func isPostgresURL(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }

@@ -282,7 +282,7 @@ func (s *service) apply(ctx context.Context, f *config.File) error {
 		return nil
 	}
 	eng := queue.NewEngine(s.st, shellRunner{executor.New(executor.Config{KillGrace: s.o.kill})}, queue.EngineConfig{
-		Lanes: lanes(f), Lease: s.o.lease, Log: s.log, Retry: s.o.retry,
+		Lanes: lanes(f), Lease: s.o.lease, Log: s.log, Retry: s.o.retry, Host: s.a.hostName(),
 	})
 	if err := eng.Start(ctx); err != nil {
 		return err

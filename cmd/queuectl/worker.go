@@ -100,7 +100,7 @@ func (a *app) runWorker(ctx context.Context, o *workerOptions) error {
 	defer st.Close()
 	eng := queue.NewEngine(st, shellRunner{executor.New(executor.Config{KillGrace: o.kill})}, queue.EngineConfig{
 		Lanes: []queue.Lane{{Queues: o.queues, Slots: o.slots}},
-		Lease: o.lease, Poll: o.poll, Log: log, Retry: retry,
+		Lease: o.lease, Poll: o.poll, Log: log, Retry: retry, Host: a.hostName(),
 	})
 	return serve(ctx, log, o.grace, eng.Start, eng.Stop, eng.StopRequested())
 }
@@ -378,7 +378,7 @@ func (a *app) stopWorkers(ctx context.Context, st queue.Store, timeout time.Dura
 	if err != nil {
 		return err
 	}
-	host, _ := os.Hostname()
+	host := a.hostName()
 	boot := proc.BootID()
 	var local []*queue.WorkerInfo
 	for _, w := range ws {
