@@ -20,9 +20,12 @@
 // behind must start it outside the group (setsid) and redirect its output.
 // So, when Run returns, no process of the group is left running.
 //
-// On Linux the shell is not reaped until the group has been signalled: while
-// it is an unreaped zombie its pid, and so the group id, cannot be reused by
-// the kernel, so group signals never hit an unrelated process.
+// Group signals never hit an unrelated process: when the command is stopped,
+// the shell is not reaped (on Linux) until the group has been signalled, and
+// while it is an unreaped zombie its pid, and so the group id, cannot be
+// reused; after a normal exit the shell is reaped first and the group is
+// probed with signal 0, and a group id is never reused while any process is
+// left in the group. An empty group, the common case, costs no scan of /proc.
 //
 // # Output
 //
@@ -245,14 +248,26 @@ func (e *Executor) Run(ctx context.Context, c Command) Result {
 		if !leaderDone {
 			reaped = <-exited
 		}
-	} else if proc.GroupAlive(pgid) {
-		res.KilledLeftovers = true
-	}
-	// The shell has exited. Kill whatever is left of its group. While the
-	// shell is unreaped its pid cannot be reused, so the signal is safe even
-	// when the group looks empty (it catches members forked during a scan).
-	if !reaped || proc.GroupAlive(pgid) {
-		_ = KillGroup(pgid, syscall.SIGKILL)
+		// The shell has exited. Kill whatever is left of its group. While
+		// the shell is unreaped its pid cannot be reused, so the signal is
+		// safe even when the group looks empty (it catches members forked
+		// during a scan).
+		if !reaped || proc.GroupAlive(pgid) {
+			_ = KillGroup(pgid, syscall.SIGKILL)
+		}
+	} else {
+		// A normal exit, the common case: reap the shell first, then probe
+		// the group with signal 0. While any process is left in the group,
+		// its id cannot be reused, so the probe and the kill are safe; and
+		// an empty group (ESRCH) costs no scan of /proc.
+		if !reaped {
+			_ = cmd.Wait() // exit status is taken from ProcessState below
+			reaped = true
+		}
+		if syscall.Kill(-pgid, 0) == nil {
+			res.KilledLeftovers = proc.GroupAlive(pgid) // zombies alone are not leftovers
+			_ = KillGroup(pgid, syscall.SIGKILL)
+		}
 	}
 
 	// Collect the remaining output and let killed members disappear, within
