@@ -108,6 +108,8 @@ type Engine struct {
 	stopOnce    sync.Once
 	stopErr     error
 
+	finish *finisher
+
 	mu      sync.Mutex
 	running map[string]*runningJob
 	wakes   []chan struct{} // one per lane, plus the heartbeat's
@@ -160,6 +162,9 @@ func NewEngine(store Store, runner Runner, cfg EngineConfig) *Engine {
 	}
 	e.claimCtx, e.stopClaims = context.WithCancel(context.Background())
 	e.jobCtx, e.stopJobs = context.WithCancel(context.Background())
+	e.finish = newFinisher(store, func(err error, try int) {
+		e.log.Warn().Err(err).Int("try", try).Msg("record outcomes")
+	})
 	return e
 }
 
@@ -254,6 +259,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 			e.log.Warn().Int("jobs", n).Msg("stopping running jobs; they will be retried")
 			<-done
 		}
+		e.finish.close()
 		if e.stopBg != nil {
 			e.stopBg()
 		}
@@ -401,18 +407,7 @@ func (e *Engine) runJob(ctx context.Context, r *runningJob) {
 // record stores the outcome of an attempt this engine ran.
 func (e *Engine) record(log zerolog.Logger, j *Job, end End) {
 	f := e.cfg.Retry.Decide(j, e.me.ID, end, e.cfg.Clock.Now())
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var applied []bool
-	var err error
-	for try := 1; ; try++ {
-		applied, err = e.store.FinishJobs(ctx, []Finish{f})
-		if err == nil || ctx.Err() != nil {
-			break
-		}
-		log.Warn().Err(err).Int("try", try).Msg("record outcome")
-		time.Sleep(retryDelay(try))
-	}
+	applied, err := e.finish.finish(f)
 	ev := log.Info()
 	if end.Outcome != OutcomeSucceeded {
 		ev = log.Warn().Str("error", end.Error)
@@ -425,7 +420,7 @@ func (e *Engine) record(log zerolog.Logger, j *Job, end End) {
 	switch {
 	case err != nil:
 		log.Error().Err(err).Msg("record outcome failed; the job will be rescued and run again")
-	case !applied[0]:
+	case !applied:
 		log.Warn().Str("outcome", string(end.Outcome)).Msg("lease lost before the outcome was recorded; another worker owns the job")
 	case f.State == StateFailed:
 		ev.Time("retry_at", f.RunAt).Msg("job failed; will retry")

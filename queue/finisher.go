@@ -1,0 +1,99 @@
+package queue
+
+import (
+	"context"
+	"time"
+)
+
+// finisher records attempt outcomes in batches: whatever finishes while one
+// batch is being written goes into the next transaction (group commit). A
+// lone outcome is written at once, so batching adds no latency; under load
+// it divides the number of transactions by up to maxFinishBatch.
+type finisher struct {
+	store Store
+	reqs  chan finishReq
+	done  chan struct{}
+	log   func(err error, try int)
+}
+
+const maxFinishBatch = 256
+
+type finishReq struct {
+	f     Finish
+	reply chan finishReply
+}
+
+type finishReply struct {
+	applied bool
+	err     error
+}
+
+func newFinisher(store Store, log func(err error, try int)) *finisher {
+	f := &finisher{store: store, reqs: make(chan finishReq), done: make(chan struct{}), log: log}
+	go f.loop()
+	return f
+}
+
+// finish records one outcome and reports whether its claim still held.
+func (f *finisher) finish(fin Finish) (bool, error) {
+	reply := make(chan finishReply, 1)
+	f.reqs <- finishReq{fin, reply}
+	r := <-reply
+	return r.applied, r.err
+}
+
+// close stops the loop once the requests already sent are written.
+func (f *finisher) close() {
+	close(f.reqs)
+	<-f.done
+}
+
+func (f *finisher) loop() {
+	defer close(f.done)
+	for first := range f.reqs {
+		batch := []finishReq{first}
+	more:
+		for len(batch) < maxFinishBatch {
+			select {
+			case r, ok := <-f.reqs:
+				if !ok {
+					break more
+				}
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		fs := make([]Finish, len(batch))
+		for i, r := range batch {
+			fs[i] = r.f
+		}
+		applied, err := f.write(fs)
+		for i, r := range batch {
+			if err != nil {
+				r.reply <- finishReply{err: err}
+			} else {
+				r.reply <- finishReply{applied: applied[i]}
+			}
+		}
+	}
+}
+
+// write retries a failed batch for up to 30 s (a busy or restarting
+// database); after that the jobs are left to the rescue path.
+func (f *finisher) write(fs []Finish) ([]bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for try := 1; ; try++ {
+		applied, err := f.store.FinishJobs(ctx, fs)
+		if err == nil || ctx.Err() != nil {
+			return applied, err
+		}
+		f.log(err, try)
+		select {
+		case <-time.After(retryDelay(try)):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+}
