@@ -25,7 +25,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -53,10 +52,10 @@ type Store struct {
 	writeDB *sql.DB
 	readDB  *sql.DB
 
-	mu       sync.Mutex // serializes use of conn
-	conn     *sql.Conn  // the one writer connection
-	stmts    map[string]*sql.Stmt
-	fullSync bool
+	mu         sync.Mutex // serializes writes
+	stmts      map[string]*sql.Stmt
+	unprepared []string // first seen in the current transaction
+	closed     bool
 
 	wake *waker
 }
@@ -81,12 +80,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	writeDB.SetConnMaxLifetime(0)
 	writeDB.SetConnMaxIdleTime(0)
 	s := &Store{path: abs, writeDB: writeDB, stmts: map[string]*sql.Stmt{}}
-	if s.conn, err = writeDB.Conn(ctx); err != nil {
-		writeDB.Close()
-		return nil, fmt.Errorf("open %s: %w", path, describe(err))
-	}
 	if err := s.migrate(ctx); err != nil {
-		s.conn.Close()
 		writeDB.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -164,7 +158,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	sort.Slice(names, func(i, j int) bool { return names[i].Name() < names[j].Name() })
 	latest := len(names)
 	var version int
-	if err := s.conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+	if err := s.writeDB.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return describe(err)
 	}
 	if version > latest {
@@ -208,10 +202,7 @@ func (s *Store) Close() error {
 	if s.wake != nil {
 		s.wake.close()
 	}
-	if s.conn != nil {
-		errs = append(errs, s.conn.Close())
-		s.conn = nil
-	}
+	s.closed = true
 	if s.readDB != nil {
 		errs = append(errs, s.readDB.Close())
 	}
@@ -221,13 +212,17 @@ func (s *Store) Close() error {
 
 const busyTries = 10
 
-// write runs fn in a BEGIN IMMEDIATE transaction on the writer connection,
-// retrying a bounded number of times when SQLite reports the database busy.
-// full selects synchronous=FULL for transactions that acknowledge a user.
+// errNotFull makes write set synchronous=FULL and try again.
+var errNotFull = errors.New("synchronous is not FULL")
+
+// write runs fn in a BEGIN IMMEDIATE transaction on the writer connection
+// (a pool of one), retrying a bounded number of times when SQLite reports
+// the database busy. full selects synchronous=FULL for transactions that
+// acknowledge a user; the others run with synchronous=NORMAL.
 //
 // A transaction, once begun, is not cancelled with ctx: the driver cannot
 // reset a connection interrupted mid-transaction, and database/sql would
-// discard the only writer connection. ctx is checked before the start.
+// discard the writer connection. ctx is checked before the start.
 func (s *Store) write(ctx context.Context, full bool, fn func(tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -235,26 +230,27 @@ func (s *Store) write(ctx context.Context, full bool, fn func(tx *sql.Tx) error)
 	ctx = context.WithoutCancel(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.conn == nil {
+	if s.closed {
 		return errors.New("store is closed")
 	}
-	if err := s.reconnectIfDone(ctx); err != nil {
-		return err
-	}
-	if full != s.fullSync {
-		mode := "NORMAL"
-		if full {
-			mode = "FULL"
+	if full {
+		// The level cannot change inside a transaction; set it before, and
+		// check it inside (the pool may have replaced the connection).
+		if err := s.setSync(ctx, "FULL"); err != nil {
+			return err
 		}
-		if _, err := s.conn.ExecContext(ctx, "PRAGMA synchronous = "+mode); err != nil {
-			return describe(err)
-		}
-		s.fullSync = full
+		defer s.setSync(ctx, "NORMAL")
 	}
+	defer s.prepareSeen(ctx)
 	var err error
 	for try := 1; ; try++ {
-		err = s.tryWrite(ctx, fn)
-		if err == nil || !isBusy(err) || try == busyTries || ctx.Err() != nil {
+		err = s.tryWrite(ctx, full, fn)
+		if errors.Is(err, errNotFull) && try < busyTries {
+			if err = s.setSync(ctx, "FULL"); err == nil {
+				continue
+			}
+		}
+		if err == nil || !isBusy(err) || try == busyTries {
 			break
 		}
 		time.Sleep(time.Duration(try) * 5 * time.Millisecond)
@@ -262,30 +258,27 @@ func (s *Store) write(ctx context.Context, full bool, fn func(tx *sql.Tx) error)
 	return describe(err)
 }
 
-// reconnectIfDone replaces the writer connection if database/sql has
-// discarded it (after a driver error), resetting what was tied to it.
-func (s *Store) reconnectIfDone(ctx context.Context) error {
-	err := s.conn.PingContext(ctx)
-	if !errors.Is(err, sql.ErrConnDone) && !errors.Is(err, driver.ErrBadConn) {
-		return nil
+func (s *Store) setSync(ctx context.Context, mode string) error {
+	if _, err := s.writeDB.ExecContext(ctx, "PRAGMA synchronous = "+mode); err != nil {
+		return describe(err)
 	}
-	for _, st := range s.stmts {
-		st.Close()
-	}
-	s.stmts = map[string]*sql.Stmt{}
-	s.conn.Close()
-	conn, err := s.writeDB.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("reconnect writer: %w", describe(err))
-	}
-	s.conn, s.fullSync = conn, false // a new connection starts with the DSN's synchronous=NORMAL
 	return nil
 }
 
-func (s *Store) tryWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.conn.BeginTx(ctx, nil)
+func (s *Store) tryWrite(ctx context.Context, full bool, fn func(tx *sql.Tx) error) error {
+	tx, err := s.writeDB.BeginTx(ctx, nil)
 	if err != nil {
 		return err
+	}
+	if full {
+		var level int
+		if err := tx.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&level); err != nil || level < 2 {
+			tx.Rollback()
+			if err == nil {
+				err = errNotFull
+			}
+			return err
+		}
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
@@ -294,17 +287,32 @@ func (s *Store) tryWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return tx.Commit()
 }
 
-// stmt returns a statement prepared once on the writer connection, bound to tx.
+// stmt returns query as a statement of tx. Statements are prepared once on
+// the writer pool and reused; one seen for the first time is prepared on
+// the transaction now and on the pool once the transaction is over (the
+// pool's one connection is busy until then). Statements prepared on the
+// pool, unlike ones prepared on a sql.Conn, are reused by Tx.StmtContext
+// instead of prepared again each time.
 func (s *Store) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
-	st, ok := s.stmts[query]
-	if !ok {
-		var err error
-		if st, err = s.conn.PrepareContext(ctx, query); err != nil {
-			return nil, err
-		}
-		s.stmts[query] = st
+	if st, ok := s.stmts[query]; ok {
+		return tx.StmtContext(ctx, st), nil
 	}
-	return tx.StmtContext(ctx, st), nil
+	s.unprepared = append(s.unprepared, query)
+	return tx.PrepareContext(ctx, query)
+}
+
+// prepareSeen prepares on the pool the statements first seen in the last
+// transaction. Failures only cost speed: the next use prepares again.
+func (s *Store) prepareSeen(ctx context.Context) {
+	for _, q := range s.unprepared {
+		if _, ok := s.stmts[q]; ok {
+			continue
+		}
+		if st, err := s.writeDB.PrepareContext(ctx, q); err == nil {
+			s.stmts[q] = st
+		}
+	}
+	s.unprepared = s.unprepared[:0]
 }
 
 func isBusy(err error) bool {

@@ -117,3 +117,5 @@ func TestCancelledWriteKeepsStoreUsable(t *testing.T) {
 		t.Fatalf("a write with a cancelled context must be refused, got %v", err)
 	}
 }
+
+func sqliteOpen(path string) (queue.Store, error) { return sqlite.Open(context.Background(), path) }
