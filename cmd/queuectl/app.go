@@ -67,6 +67,7 @@ PostgreSQL. Data lives in $QUEUECTL_HOME (default ~/.queuectl).`,
 		a.runCmd(),
 		a.cronCmd(),
 		a.migrateCmd(),
+		a.benchCmd(),
 	)
 	for _, c := range root.Commands() {
 		wrapArgs(c)

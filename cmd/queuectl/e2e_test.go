@@ -595,3 +595,28 @@ func TestE2EStatsConfigAndCleanup(t *testing.T) {
 		t.Fatalf("%d jobs left, want 2", n)
 	}
 }
+
+// The bench harness must keep working; its figures are not asserted here
+// (timings live in benchmarks, not tests), only that it measures.
+func TestE2EBenchQuick(t *testing.T) {
+	c := newCLI(t)
+	out := c.ok("bench", "--quick", "--only", "enqueue,engine,latency", "--json")
+	var results []struct {
+		Scenario string    `json:"scenario"`
+		Value    float64   `json:"value"`
+		Runs     []float64 `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &results); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, out)
+	}
+	seen := map[string]int{}
+	for _, r := range results {
+		if r.Value <= 0 || len(r.Runs) == 0 {
+			t.Errorf("figure without a measurement: %+v", r)
+		}
+		seen[r.Scenario]++
+	}
+	if seen["enqueue"] != 1 || seen["engine"] != 3 || seen["latency"] != 3 {
+		t.Fatalf("scenarios measured: %v", seen)
+	}
+}

@@ -1,0 +1,284 @@
+// Package bench measures queuectl on a scratch database: batch enqueue, the
+// engine's claim+complete rate with a no-op executor, shell jobs end to end
+// against an `xargs -P` baseline, enqueue-to-start latency, idle cost, and
+// claim rate with a large table. Every figure comes with the median of
+// several runs and a ratio against a baseline or target measured or stated
+// in the same run, because machines are noisy.
+//
+// It drives the real queuectl binary for everything a user would run as a
+// process (enqueue, worker start/stop) and the engine in-process for the
+// no-op engine rate.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+// Config describes one bench run.
+type Config struct {
+	Binary string // the queuectl binary to run as a process
+	// NewDB creates an empty scratch database and returns its DSN and a
+	// cleanup function.
+	NewDB func(ctx context.Context) (dsn string, cleanup func(), err error)
+	// Open opens a store on a DSN NewDB returned.
+	Open func(ctx context.Context, dsn string) (queue.Store, error)
+	// Size reports the bytes a database takes (0 if unknown).
+	Size func(ctx context.Context, st queue.Store, dsn string) (int64, error)
+
+	Runs           int           // runs per figure; the median is reported
+	EnqueueJobs    int           // batch enqueue size
+	EngineJobs     int           // jobs per engine-rate run
+	ShellJobs      int           // jobs per shell end-to-end run
+	Workers        int           // worker processes for shell jobs
+	LatencySamples int           // enqueue-to-start samples
+	IdleWorkers    int           // workers measured while idle
+	IdleFor        time.Duration // how long idle CPU is measured
+	ScaleFinished  int           // finished jobs in the large table
+	ScalePending   int           // pending jobs in the large table
+	Only           []string      // run only these scenarios (names); empty = all
+	Progress       io.Writer     // progress lines; nil = none
+}
+
+// Defaults are the full-size settings.
+func Defaults() Config {
+	return Config{
+		Runs: 3, EnqueueJobs: 100_000, EngineJobs: 20_000, ShellJobs: 2_000, Workers: 2,
+		LatencySamples: 200, IdleWorkers: 4, IdleFor: 30 * time.Second,
+		ScaleFinished: 1_000_000, ScalePending: 100_000,
+	}
+}
+
+// Quick are small settings for a smoke run (and tests).
+func Quick() Config {
+	return Config{
+		Runs: 1, EnqueueJobs: 5_000, EngineJobs: 2_000, ShellJobs: 200, Workers: 2,
+		LatencySamples: 20, IdleWorkers: 2, IdleFor: 2 * time.Second,
+		ScaleFinished: 20_000, ScalePending: 5_000,
+	}
+}
+
+// Result is one measured figure.
+type Result struct {
+	Scenario string    `json:"scenario"`
+	Name     string    `json:"name"`
+	Value    float64   `json:"value"` // the median of Runs
+	Unit     string    `json:"unit"`
+	Runs     []float64 `json:"runs"`
+	// Against is what Ratio compares with: a baseline measured in the same
+	// run (e.g. "xargs -P 2") or a target ("target").
+	Against string  `json:"against"`
+	Base    float64 `json:"base"`
+	Ratio   float64 `json:"ratio"` // Value / Base
+	// Better is "higher" or "lower": which direction of Ratio is good.
+	Better string `json:"better"`
+	Note   string `json:"note,omitempty"`
+}
+
+// Pass reports whether the figure meets its target (ratio >= 1 for higher
+// is better, <= 1 for lower).
+func (r Result) Pass() bool {
+	if r.Base == 0 {
+		return true
+	}
+	if r.Better == "lower" {
+		return r.Ratio <= 1
+	}
+	return r.Ratio >= 1
+}
+
+// scenario is one named measurement.
+type scenario struct {
+	name string
+	run  func(b *runner, ctx context.Context) ([]Result, error)
+}
+
+var scenarios = []scenario{
+	{"enqueue", (*runner).enqueue},
+	{"engine", (*runner).engine},
+	{"shell", (*runner).shell},
+	{"latency", (*runner).latency},
+	{"idle", (*runner).idle},
+	{"scale", (*runner).scale},
+}
+
+// Scenarios lists the scenario names in the order they run.
+func Scenarios() []string {
+	var out []string
+	for _, s := range scenarios {
+		out = append(out, s.name)
+	}
+	return out
+}
+
+type runner struct {
+	cfg Config
+	tmp string
+	// engineRate8 is the empty-table engine rate at 8 slots, the baseline
+	// of the scale scenario.
+	engineRate8 float64
+}
+
+// Run runs the selected scenarios and returns their figures.
+func Run(ctx context.Context, cfg Config) ([]Result, error) {
+	if cfg.Runs < 1 {
+		cfg.Runs = 1
+	}
+	tmp, err := os.MkdirTemp("", "queuectl-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	b := &runner{cfg: cfg, tmp: tmp}
+	var out []Result
+	for _, s := range scenarios {
+		if len(cfg.Only) > 0 && !contains(cfg.Only, s.name) && !(s.name == "engine" && contains(cfg.Only, "scale")) {
+			continue
+		}
+		b.progress("scenario %s", s.name)
+		rs, err := s.run(b, ctx)
+		if err != nil {
+			return out, fmt.Errorf("bench %s: %w", s.name, err)
+		}
+		if len(cfg.Only) > 0 && !contains(cfg.Only, s.name) {
+			continue // engine ran only as the baseline of scale
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *runner) progress(format string, a ...any) {
+	if b.cfg.Progress != nil {
+		fmt.Fprintf(b.cfg.Progress, "bench: "+format+"\n", a...)
+	}
+}
+
+// median of xs (sorted copy).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// percentile of sorted xs (nearest rank).
+func percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(sorted))+0.999999) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func result(scen, name, unit string, runs []float64, against string, base float64, better string) Result {
+	r := Result{Scenario: scen, Name: name, Unit: unit, Runs: runs, Value: median(runs), Against: against, Base: base, Better: better}
+	if base != 0 {
+		r.Ratio = r.Value / base
+	}
+	return r
+}
+
+// repeat runs fn cfg.Runs times, each on a fresh database.
+func (b *runner) repeat(ctx context.Context, fn func(ctx context.Context, dsn string) (float64, error)) ([]float64, error) {
+	var out []float64
+	for i := 0; i < b.cfg.Runs; i++ {
+		dsn, cleanup, err := b.cfg.NewDB(ctx)
+		if err != nil {
+			return nil, err
+		}
+		v, err := fn(ctx, dsn)
+		cleanup()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// cli runs the queuectl binary with its own home and the given database.
+func (b *runner) cli(ctx context.Context, dsn string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, b.cfg.Binary, append([]string{"--db", dsn}, args...)...)
+	cmd.Env = append(os.Environ(), "QUEUECTL_HOME="+filepath.Join(b.tmp, "home"), "QUEUECTL_DB=")
+	return cmd
+}
+
+func (b *runner) cliOK(ctx context.Context, dsn string, args ...string) (string, error) {
+	cmd := b.cli(ctx, dsn, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("queuectl %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return string(out), nil
+}
+
+// newJobs builds n resolved pending jobs running command.
+func newJobs(n int, prefix, command string, now time.Time) ([]*queue.Job, error) {
+	out := make([]*queue.Job, 0, n)
+	for i := range n {
+		j, err := queue.NewJob{ID: prefix + strconv.Itoa(i), Command: command}.Resolve(queue.DefaultSettings(), now)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+// insert stores jobs in batches.
+func insert(ctx context.Context, st queue.Store, jobs []*queue.Job) error {
+	for len(jobs) > 0 {
+		n := min(len(jobs), 10_000)
+		if err := st.InsertJobs(ctx, jobs[:n]); err != nil {
+			return err
+		}
+		jobs = jobs[n:]
+	}
+	return nil
+}
+
+// counting wraps a store and signals when n finishes have been applied.
+type counting struct {
+	queue.Store
+	n    int64
+	done atomic.Int64
+	ch   chan struct{}
+}
+
+func (c *counting) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, error) {
+	applied, err := c.Store.FinishJobs(ctx, fs)
+	for _, ok := range applied {
+		if ok && c.done.Add(1) == c.n {
+			close(c.ch)
+		}
+	}
+	return applied, err
+}

@@ -1,0 +1,441 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+	"github.com/rs/zerolog"
+)
+
+// Targets from the benchmark issue, on a 2-core machine.
+const (
+	targetEnqueueRate  = 100_000 // jobs/s, batch enqueue
+	targetEngineRate   = 20_000  // claim+complete per second, no-op executor
+	targetShellVsXargs = 0.85    // shell jobs end to end, ratio to xargs -P
+	targetLatencyP50   = 10      // ms, enqueue to start
+	targetLatencyP99   = 50      // ms
+	targetEnqueueCall  = 10      // ms, one queuectl enqueue process
+	targetIdleCPU      = 1.0     // % of one core, all idle workers together
+	targetIdleRSS      = 30      // MiB, one idle worker
+	targetScaleRatio   = 1 / 1.5 // large-table claim rate / empty-table rate
+)
+
+// enqueue: `queuectl enqueue --file` of JSON Lines, one transaction.
+func (b *runner) enqueue(ctx context.Context) ([]Result, error) {
+	path := filepath.Join(b.tmp, "jobs.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	w := bufio.NewWriter(f)
+	for i := range b.cfg.EnqueueJobs {
+		fmt.Fprintf(w, `{"id":"e%d","command":"true","queue":"bench","priority":%d}`+"\n", i, i%10)
+	}
+	if err := w.Flush(); err != nil {
+		return nil, err
+	}
+	f.Close()
+	runs, err := b.repeat(ctx, func(ctx context.Context, dsn string) (float64, error) {
+		if _, err := b.cliOK(ctx, dsn, "migrate"); err != nil { // schema first: not part of the figure
+			return 0, err
+		}
+		start := time.Now()
+		out, err := b.cliOK(ctx, dsn, "enqueue", "--file", path)
+		if err != nil {
+			return 0, err
+		}
+		elapsed := time.Since(start)
+		if n := strings.Count(out, "\n"); n != b.cfg.EnqueueJobs {
+			return 0, fmt.Errorf("enqueued %d jobs, want %d", n, b.cfg.EnqueueJobs)
+		}
+		return float64(b.cfg.EnqueueJobs) / elapsed.Seconds(), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []Result{result("enqueue", fmt.Sprintf("batch enqueue of %d jobs (enqueue --file)", b.cfg.EnqueueJobs),
+		"jobs/s", runs, "target", targetEnqueueRate, "higher")}, nil
+}
+
+// engineRate runs n pre-inserted no-op jobs through an in-process engine
+// with the given slots and returns claim+complete cycles per second.
+func (b *runner) engineRate(ctx context.Context, st queue.Store, n, slots int) (float64, error) {
+	c := &counting{Store: st, n: int64(n), ch: make(chan struct{})}
+	noop := queue.RunnerFunc(func(ctx context.Context, spec queue.RunSpec) queue.RunResult {
+		now := time.Now().UTC()
+		return queue.RunResult{ExitCode: 0, Started: now, Finished: now}
+	})
+	eng := queue.NewEngine(c, noop, queue.EngineConfig{Lanes: []queue.Lane{{Slots: slots}}, Log: zerolog.Nop()})
+	start := time.Now()
+	if err := eng.Start(ctx); err != nil {
+		return 0, err
+	}
+	var err error
+	select {
+	case <-c.ch:
+	case <-time.After(10 * time.Minute):
+		err = fmt.Errorf("engine did not finish %d jobs in 10 minutes (%d done)", n, c.done.Load())
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	elapsed := time.Since(start)
+	if serr := eng.Stop(context.Background()); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return 0, err
+	}
+	return float64(n) / elapsed.Seconds(), nil
+}
+
+// engine: claim+complete cycles with a no-op executor at 1, 8, 64 slots.
+func (b *runner) engine(ctx context.Context) ([]Result, error) {
+	var out []Result
+	for _, slots := range []int{1, 8, 64} {
+		runs, err := b.repeat(ctx, func(ctx context.Context, dsn string) (float64, error) {
+			st, err := b.cfg.Open(ctx, dsn)
+			if err != nil {
+				return 0, err
+			}
+			defer st.Close()
+			jobs, err := newJobs(b.cfg.EngineJobs, "n", "noop", time.Now())
+			if err != nil {
+				return 0, err
+			}
+			if err := insert(ctx, st, jobs); err != nil {
+				return 0, err
+			}
+			return b.engineRate(ctx, st, b.cfg.EngineJobs, slots)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if slots == 8 {
+			b.engineRate8 = median(runs)
+		}
+		out = append(out, result("engine", fmt.Sprintf("engine claim+complete, no-op executor, %d slot(s)", slots),
+			"jobs/s", runs, "target", targetEngineRate, "higher"))
+	}
+	return out, nil
+}
+
+// startWorkers starts n detached worker processes and returns their pids.
+func (b *runner) startWorkers(ctx context.Context, dsn string, n int) ([]int, error) {
+	out, err := b.cliOK(ctx, dsn, "worker", "start", "--count", strconv.Itoa(n))
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, f := range strings.Fields(out) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("worker start printed %q", out)
+		}
+		pids = append(pids, pid)
+	}
+	return pids, nil
+}
+
+func (b *runner) stopWorkers(dsn string) {
+	b.cliOK(context.Background(), dsn, "worker", "stop", "--timeout", "5s")
+}
+
+// waitCompleted polls until n jobs are completed.
+func waitCompleted(ctx context.Context, st queue.Store, n int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		counts, err := st.CountJobs(ctx)
+		if err != nil {
+			return err
+		}
+		done, failed := 0, 0
+		for _, c := range counts {
+			switch c.State {
+			case queue.StateCompleted:
+				done += c.N
+			case queue.StateFailed, queue.StateDead:
+				failed += c.N
+			}
+		}
+		if failed > 0 {
+			return fmt.Errorf("%d jobs failed", failed)
+		}
+		if done >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d jobs completed after %s", done, n, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// shell: `true` jobs end to end with N worker processes, against
+// `xargs -P N sh -c true` over the same count.
+func (b *runner) shell(ctx context.Context) ([]Result, error) {
+	n, w := b.cfg.ShellJobs, b.cfg.Workers
+	var xargsRuns []float64
+	runs, err := b.repeat(ctx, func(ctx context.Context, dsn string) (float64, error) {
+		x, err := xargsRate(ctx, n, w)
+		if err != nil {
+			return 0, err
+		}
+		xargsRuns = append(xargsRuns, x)
+		st, err := b.cfg.Open(ctx, dsn)
+		if err != nil {
+			return 0, err
+		}
+		defer st.Close()
+		jobs, err := newJobs(n, "s", "true", time.Now())
+		if err != nil {
+			return 0, err
+		}
+		if err := insert(ctx, st, jobs); err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		if _, err := b.startWorkers(ctx, dsn, w); err != nil {
+			return 0, err
+		}
+		defer b.stopWorkers(dsn)
+		if err := waitCompleted(ctx, st, n, 10*time.Minute); err != nil {
+			return 0, err
+		}
+		return float64(n) / time.Since(start).Seconds(), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	x := median(xargsRuns)
+	r := result("shell", fmt.Sprintf("shell jobs (true) end to end, %d worker processes", w), "jobs/s", runs,
+		fmt.Sprintf("xargs -P %d", w), x, "higher")
+	r.Note = fmt.Sprintf("xargs -P %d: %.0f jobs/s; target ratio %.2f (includes worker start-up)", w, x, targetShellVsXargs)
+	base := result("shell", fmt.Sprintf("baseline: xargs -P %d sh -c true", w), "jobs/s", xargsRuns, "", 0, "higher")
+	return []Result{base, r}, nil
+}
+
+// xargsRate is the physical limit for shell jobs: xargs running
+// `sh -c true` n times, p at a time.
+func xargsRate(ctx context.Context, n, p int) (float64, error) {
+	cmd := exec.CommandContext(ctx, "xargs", "-P", strconv.Itoa(p), "-n", "1", "sh", "-c", "true")
+	input := strings.Repeat("x\n", n)
+	cmd.Stdin = strings.NewReader(input)
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("xargs: %w", err)
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// latency: enqueue-to-start with idle workers, the enqueue coming from a
+// separate process; and the wall time of one `queuectl enqueue` process.
+func (b *runner) latency(ctx context.Context) ([]Result, error) {
+	dsn, cleanup, err := b.cfg.NewDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	st, err := b.cfg.Open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	if _, err := b.startWorkers(ctx, dsn, 2); err != nil {
+		return nil, err
+	}
+	defer b.stopWorkers(dsn)
+	time.Sleep(500 * time.Millisecond) // let the workers settle into idle
+	var lat, call []float64
+	for i := range b.cfg.LatencySamples {
+		id := fmt.Sprintf("lat%d", i)
+		start := time.Now()
+		if _, err := b.cliOK(ctx, dsn, "enqueue", "--id", id, "--command", "true"); err != nil {
+			return nil, err
+		}
+		call = append(call, float64(time.Since(start).Microseconds())/1000)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			j, err := st.GetJob(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			if j.State == queue.StateCompleted {
+				lat = append(lat, float64(j.StartedAt.Sub(j.CreatedAt).Microseconds())/1000)
+				break
+			}
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("job %s did not complete within 10s", id)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	sort.Float64s(lat)
+	p50, p99 := percentile(lat, 0.5), percentile(lat, 0.99)
+	return []Result{
+		result("latency", "enqueue-to-start p50, idle workers", "ms", []float64{p50}, "target", targetLatencyP50, "lower"),
+		result("latency", "enqueue-to-start p99, idle workers", "ms", []float64{p99}, "target", targetLatencyP99, "lower"),
+		result("latency", "one queuectl enqueue call, process start to exit (median)", "ms", call, "target", targetEnqueueCall, "lower"),
+	}, nil
+}
+
+// idle: CPU of idle workers over IdleFor, and an idle worker's memory.
+func (b *runner) idle(ctx context.Context) ([]Result, error) {
+	dsn, cleanup, err := b.cfg.NewDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	pids, err := b.startWorkers(ctx, dsn, b.cfg.IdleWorkers)
+	if err != nil {
+		return nil, err
+	}
+	defer b.stopWorkers(dsn)
+	time.Sleep(time.Second)
+	before, err := cpuTicks(pids)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	select {
+	case <-time.After(b.cfg.IdleFor):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	after, err := cpuTicks(pids)
+	if err != nil {
+		return nil, err
+	}
+	cpu := float64(after-before) / clockTicks / time.Since(start).Seconds() * 100
+	rss, err := rssMiB(pids[0])
+	if err != nil {
+		return nil, err
+	}
+	r := result("idle", fmt.Sprintf("CPU of %d idle workers together over %s", len(pids), b.cfg.IdleFor), "% of one core",
+		[]float64{cpu}, "target", targetIdleCPU, "lower")
+	m := result("idle", "resident memory of one idle worker", "MiB", []float64{rss}, "target", targetIdleRSS, "lower")
+	return []Result{r, m}, nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat times (100 on Linux).
+const clockTicks = 100
+
+// cpuTicks sums utime+stime of the processes.
+func cpuTicks(pids []int) (int64, error) {
+	var total int64
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return 0, fmt.Errorf("worker %d: %w", pid, err)
+		}
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		// After the comm field: state is field 3; utime and stime are 14 and 15.
+		u, _ := strconv.ParseInt(fields[11], 10, 64)
+		st, _ := strconv.ParseInt(fields[12], 10, 64)
+		total += u + st
+	}
+	return total, nil
+}
+
+func rssMiB(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS for %d", pid)
+}
+
+// scale: engine rate at 8 slots with many finished and pending jobs in the
+// table, against the empty-table rate; database size per million finished.
+func (b *runner) scale(ctx context.Context) ([]Result, error) {
+	dsn, cleanup, err := b.cfg.NewDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	st, err := b.cfg.Open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	b.progress("scale: creating %d finished jobs", b.cfg.ScaleFinished)
+	if err := finishMany(ctx, st, b.cfg.ScaleFinished); err != nil {
+		return nil, err
+	}
+	size, err := b.cfg.Size(ctx, st, dsn)
+	if err != nil {
+		return nil, err
+	}
+	b.progress("scale: adding %d pending jobs", b.cfg.ScalePending)
+	pending, err := newJobs(b.cfg.ScalePending, "p", "noop", time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if err := insert(ctx, st, pending); err != nil {
+		return nil, err
+	}
+	n := min(b.cfg.EngineJobs, b.cfg.ScalePending)
+	var runs []float64
+	for range b.cfg.Runs {
+		rate, err := b.engineRate(ctx, st, n, 8)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, rate)
+	}
+	r := result("scale", fmt.Sprintf("engine rate, 8 slots, with %d finished and %d pending jobs", b.cfg.ScaleFinished, b.cfg.ScalePending),
+		"jobs/s", runs, "empty table", b.engineRate8, "higher")
+	r.Note = fmt.Sprintf("target ratio at least %.2f (within 1.5x of the empty-table rate)", targetScaleRatio)
+	out := []Result{r}
+	if size > 0 {
+		perMillion := float64(size) / float64(b.cfg.ScaleFinished) * 1e6 / (1 << 20)
+		out = append(out, result("scale", "database size per million finished jobs", "MiB", []float64{perMillion}, "", 0, "lower"))
+	}
+	return out, nil
+}
+
+// finishMany creates n completed jobs through the store: insert, claim and
+// finish in batches (with a history row each, as real jobs have).
+func finishMany(ctx context.Context, st queue.Store, n int) error {
+	const batch = 5_000
+	for done := 0; done < n; {
+		k := min(batch, n-done)
+		now := time.Now().UTC()
+		jobs, err := newJobs(k, fmt.Sprintf("f%d-", done), "true", now)
+		if err != nil {
+			return err
+		}
+		if err := st.InsertJobs(ctx, jobs); err != nil {
+			return err
+		}
+		claimed, err := st.ClaimJobs(ctx, queue.ClaimParams{Worker: "bench", Limit: k, Now: now.Add(time.Second), LeaseUntil: now.Add(time.Hour)})
+		if err != nil {
+			return err
+		}
+		fs := make([]queue.Finish, len(claimed))
+		code := 0
+		for i, j := range claimed {
+			fs[i] = queue.RetryPolicy{}.Decide(j, "bench", queue.End{Outcome: queue.OutcomeSucceeded, ExitCode: &code, Started: now, Finished: now}, now)
+		}
+		if _, err := st.FinishJobs(ctx, fs); err != nil {
+			return err
+		}
+		done += len(claimed)
+	}
+	return nil
+}
