@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -391,16 +392,7 @@ func (e *Engine) runJob(ctx context.Context, r *runningJob) {
 	j := r.job
 	log := e.log.With().Str("job_id", j.ID).Str("queue", j.Queue).Int("attempt", j.Attempts).Logger()
 	log.Debug().Msg("job started")
-	res := e.runner.Run(ctx, RunSpec{
-		Command: j.Command, Env: j.Environ(), Dir: j.Dir, Timeout: j.Timeout,
-		OnStart: func(pgid int) {
-			start, _ := proc.StartTime(pgid)
-			p := ProcessParams{JobID: j.ID, Worker: e.me.ID, Attempt: j.Attempts, PGID: pgid, PGIDStart: start}
-			if err := e.store.SetProcess(context.WithoutCancel(ctx), p); err != nil {
-				log.Warn().Err(err).Msg("record process group")
-			}
-		},
-	})
+	res := e.runner.Run(ctx, RunSpec{Command: j.Command, Env: j.Environ(), Dir: j.Dir, Timeout: j.Timeout})
 	e.record(log, j, end(res, r.why(), j.Timeout))
 }
 
@@ -546,12 +538,15 @@ func (e *Engine) RescueOnce(ctx context.Context) (int, error) {
 		if j.Worker == e.me.ID || !(expired || dead[j.Worker]) {
 			continue
 		}
-		local := e.sameHost(workers, j.Worker)
-		if local && j.PGID > 0 {
-			if killed, err := proc.KillOrphanGroup(j.PGID, j.PGIDStart); err != nil {
-				e.log.Warn().Err(err).Str("job_id", j.ID).Int("pgid", j.PGID).Msg("kill leftover process group")
-			} else if killed {
-				e.log.Info().Str("job_id", j.ID).Int("pgid", j.PGID).Msg("killed leftover process group of lost attempt")
+		if e.sameHost(workers, j.Worker) {
+			// Kill what is left of the lost attempt on this host: every
+			// process carrying its job id and attempt number, with the
+			// process groups they lead.
+			n, err := proc.KillByEnv("QUEUECTL_JOB_ID="+j.ID, "QUEUECTL_ATTEMPT="+strconv.Itoa(j.Attempts))
+			if err != nil {
+				e.log.Warn().Err(err).Str("job_id", j.ID).Msg("kill leftover processes of lost attempt")
+			} else if n > 0 {
+				e.log.Info().Str("job_id", j.ID).Int("processes", n).Msg("killed leftover processes of lost attempt")
 			}
 		}
 		reason := "worker lost: lease expired"

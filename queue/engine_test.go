@@ -211,19 +211,6 @@ func TestEngineOutcomeClassification(t *testing.T) {
 
 func TestEngineRunSpec(t *testing.T) {
 	f := newFakeEngine(t, exited(1), exited(0))
-	var pgidWhileRunning int
-	f.runner.during = func(spec queue.RunSpec) {
-		if spec.OnStart == nil {
-			t.Error("RunSpec.OnStart is nil")
-			return
-		}
-		spec.OnStart(os.Getpid()) // a process that surely exists, for its start-time token
-		if j, err := f.store.GetJob(testCtx(t), "env-job"); err != nil {
-			t.Errorf("get job while running: %v", err)
-		} else {
-			pgidWhileRunning = j.PGID
-		}
-	}
 	j := enqueue(t, f.store, queue.NewJob{
 		ID: "env-job", Queue: "reports", Command: "echo $GREETING", Dir: "/srv/reports", Timeout: ptr(45 * time.Second),
 		Env: map[string]string{"GREETING": "hello", "A_FIRST": "1"},
@@ -251,12 +238,6 @@ func TestEngineRunSpec(t *testing.T) {
 		if spec.Command != "echo $GREETING" || spec.Dir != "/srv/reports" || spec.Timeout != 45*time.Second {
 			t.Errorf("attempt %d spec: command %q dir %q timeout %s", i+1, spec.Command, spec.Dir, spec.Timeout)
 		}
-	}
-	if pgidWhileRunning != os.Getpid() {
-		t.Errorf("OnStart did not record the process group: pgid %d while running, want %d", pgidWhileRunning, os.Getpid())
-	}
-	if got := getJob(t, f.store, j.ID); got.PGID != 0 {
-		t.Errorf("finished job still names process group %d", got.PGID)
 	}
 }
 

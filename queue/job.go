@@ -106,8 +106,6 @@ type Job struct {
 	Dir             string
 	Template        string    // cron template that fired the job, "" if ad hoc
 	ScheduledAt     time.Time // cron slot, zero if ad hoc
-	PGID            int       // process group of the running attempt, 0 if unknown
-	PGIDStart       uint64    // start-time token of the group leader (PID reuse guard)
 	CancelRequested bool
 }
 

@@ -20,8 +20,6 @@ type RunSpec struct {
 	Env     []string // K=V entries added to the worker's environment
 	Dir     string
 	Timeout time.Duration
-	// OnStart is called with the attempt's process group id once it runs.
-	OnStart func(pgid int)
 }
 
 // RunResult is how an attempt ended, as the runner saw it.

@@ -24,10 +24,6 @@ type Store interface {
 	// returned to two callers.
 	ClaimJobs(ctx context.Context, p ClaimParams) ([]*Job, error)
 
-	// SetProcess records the process group of a running attempt so that a
-	// rescuer on the same host can kill leftovers of a lost attempt.
-	SetProcess(ctx context.Context, p ProcessParams) error
-
 	// FinishJobs records attempt outcomes, each with its history row, in one
 	// transaction. A finish whose claim (job, worker, attempt) no longer
 	// holds is skipped: applied[i] reports whether finish i took effect.
@@ -107,15 +103,6 @@ type ClaimParams struct {
 	Limit      int
 	Now        time.Time
 	LeaseUntil time.Time
-}
-
-// ProcessParams names the process group of a running attempt.
-type ProcessParams struct {
-	JobID     string
-	Worker    string
-	Attempt   int
-	PGID      int
-	PGIDStart uint64
 }
 
 // Finish is the outcome of one attempt and the state it moves the job to.

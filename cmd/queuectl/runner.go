@@ -13,7 +13,7 @@ type shellRunner struct{ exec *executor.Executor }
 var _ queue.Runner = shellRunner{}
 
 func (r shellRunner) Run(ctx context.Context, s queue.RunSpec) queue.RunResult {
-	res := r.exec.Run(ctx, executor.Command{Script: s.Command, Env: s.Env, Dir: s.Dir, Timeout: s.Timeout, OnStart: s.OnStart})
+	res := r.exec.Run(ctx, executor.Command{Script: s.Command, Env: s.Env, Dir: s.Dir, Timeout: s.Timeout})
 	return queue.RunResult{
 		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, Canceled: res.Canceled,
 		StartErr: res.StartErr, Output: res.Output, Dropped: res.Dropped, Started: res.Started, Finished: res.Finished,

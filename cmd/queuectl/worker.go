@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,6 +41,8 @@ type workerOptions struct {
 	poll   time.Duration
 	kill   time.Duration
 	jitter float64
+
+	cpuProfile string
 }
 
 func (o *workerOptions) flags(cmd *cobra.Command) {
@@ -78,6 +81,7 @@ func (a *app) workerRunCmd() *cobra.Command {
 	}
 	o.flags(cmd)
 	cmd.Flags().IntVar(&o.slots, "slots", 1, "jobs this process runs at once")
+	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this worker to the file (for performance work)")
 	return cmd
 }
 
@@ -88,6 +92,17 @@ func (a *app) runWorker(ctx context.Context, o *workerOptions) error {
 	}
 	if o.slots < 1 {
 		return usagef("--slots %d: must be at least 1", o.slots)
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	retry, err := retryPolicy(o.jitter)
 	if err != nil {

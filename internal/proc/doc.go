@@ -1,8 +1,9 @@
 // Package proc identifies this host and its processes, so that a supervisor
 // can tell whether a worker recorded earlier (by pid, process start time and
-// boot id) is still running on this host, and can clean up the process group
-// a dead worker left behind without ever signalling an unrelated process that
-// happens to have been given the same, reused, pid.
+// boot id) is still running on this host, and can clean up the processes a
+// dead worker's job left behind: those carrying the job's environment
+// variables (KillByEnv), never an unrelated process that happens to have
+// been given a reused pid.
 //
 // The identity of a process is the pair (pid, start time); the identity of a
 // host run is its boot id. A pid recorded under a different boot id is

@@ -137,3 +137,64 @@ func parseStat(b []byte) (stat, error) {
 	}
 	return st, nil
 }
+
+// KillByEnv kills (SIGKILL) every process, other than this one, whose
+// environment holds all the given "KEY=VALUE" entries, and the process group
+// of each such process that leads its group. It finds the leftovers of a lost
+// job attempt by the variables its worker gave it, including processes that
+// left the job's process group. It returns how many processes matched.
+// Processes whose environment cannot be read (another user's) are skipped.
+func KillByEnv(entries ...string) (int, error) {
+	if len(entries) == 0 {
+		return 0, errors.New("kill by environment: no entries")
+	}
+	d, err := os.Open("/proc")
+	if err != nil {
+		return 0, fmt.Errorf("list processes: %w", err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return 0, fmt.Errorf("list processes: %w", err)
+	}
+	self := os.Getpid()
+	var matched []int
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid == self || pid <= 1 {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + name + "/environ")
+		if err != nil || !hasAll(env, entries) {
+			continue
+		}
+		matched = append(matched, pid)
+	}
+	for _, pid := range matched {
+		// A matching group leader's group goes too: its members may have
+		// dropped the variables but not left the group.
+		if st, err := readStat(pid); err == nil && st.pgrp == pid && checkGroup(pid) == nil {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return len(matched), nil
+}
+
+// hasAll reports whether the NUL-separated environment block env holds
+// every entry exactly.
+func hasAll(env []byte, entries []string) bool {
+	for _, e := range entries {
+		found := false
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if string(kv) == e {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}

@@ -2,7 +2,7 @@ package proc
 
 import (
 	"errors"
-	"io"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,130 +152,65 @@ func TestStartTimeOddCommReal(t *testing.T) {
 	}
 }
 
-// startGroup starts script as leader of a new process group. The script's
-// stdin is a pipe; closing the returned writer lets a script blocked in
-// "read x" finish.
-func startGroup(t *testing.T, script string) (*exec.Cmd, io.WriteCloser) {
-	t.Helper()
-	cmd := exec.Command("sh", "-c", script)
+func TestCheckGroupRefusesDangerousIDs(t *testing.T) {
+	for _, pgid := range []int{-5, 0, 1, syscall.Getpgrp()} {
+		if err := checkGroup(pgid); err == nil {
+			t.Errorf("checkGroup(%d) accepted", pgid)
+		}
+	}
+}
+
+func TestKillByEnv(t *testing.T) {
+	marker := fmt.Sprintf("QUEUECTL_TEST_MARK=%d", time.Now().UnixNano())
+	// A group leader with a child in its group, and a child that left the
+	// group (setsid) but kept the variables: all three must die.
+	cmd := exec.Command("sh", "-c", "sleep 60 & setsid sleep 60 & wait")
+	cmd.Env = append(os.Environ(), marker, "QUEUECTL_ATTEMPT=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	pgid := cmd.Process.Pid
-	t.Cleanup(func() {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		_ = stdin.Close()
-		_ = cmd.Wait()
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	other := exec.Command("sleep", "60") // same attempt variable, other job: must live
+	other.Env = append(os.Environ(), "QUEUECTL_TEST_MARK=other", "QUEUECTL_ATTEMPT=1")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
+	var n int
+	waitFor(t, "the job's three processes to be found", 5*time.Second, func() bool {
+		n = countEnv(t, marker)
+		return n == 3
 	})
-	// The script prints one line once its background member is running.
-	buf := make([]byte, 64)
-	n, err := out.Read(buf)
-	if err != nil || !strings.HasSuffix(string(buf[:n]), "\n") {
-		t.Fatalf("reading script readiness line: %q, %v", buf[:n], err)
+	killed, err := KillByEnv(marker, "QUEUECTL_ATTEMPT=1")
+	if err != nil || killed != 3 {
+		t.Fatalf("KillByEnv = %d, %v; want 3", killed, err)
 	}
-	if _, err := strconv.Atoi(strings.TrimSpace(string(buf[:n]))); err != nil {
-		t.Fatalf("readiness line %q: %v", buf[:n], err)
+	<-done
+	waitFor(t, "the job's processes to die", 5*time.Second, func() bool { return countEnv(t, marker) == 0 })
+	if !Alive(other.Process.Pid, 0) {
+		t.Fatal("a process of another job was killed")
 	}
-	return cmd, stdin
-}
-
-func groupGone(pgid int) func() bool {
-	return func() bool { return !GroupAlive(pgid) }
-}
-
-func TestKillOrphanGroupLeaderGone(t *testing.T) {
-	// The leader starts a member, reports, then exits once stdin closes; the
-	// member is left orphaned in the group.
-	cmd, stdin := startGroup(t, "sleep 60 </dev/null >/dev/null 2>&1 & echo $!; read x; exit 0")
-	pgid := cmd.Process.Pid
-	leaderStart, err := StartTime(pgid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	members, err := GroupMembers(pgid)
-	if err != nil || len(members) != 2 {
-		t.Fatalf("GroupMembers = %v, %v; want leader and sleep", members, err)
-	}
-	_ = stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("leader: %v", err)
-	}
-	if Alive(pgid, leaderStart) {
-		t.Fatal("reaped leader reported alive")
-	}
-	if !GroupAlive(pgid) {
-		t.Fatal("orphaned group reported dead")
-	}
-	sent, err := KillOrphanGroup(pgid, leaderStart)
-	if err != nil || !sent {
-		t.Fatalf("KillOrphanGroup = %v, %v; want true", sent, err)
-	}
-	waitFor(t, "orphan group to die", 5*time.Second, groupGone(pgid))
-	sent, err = KillOrphanGroup(pgid, leaderStart)
-	if err != nil || sent {
-		t.Fatalf("KillOrphanGroup on dead group = %v, %v; want false, nil", sent, err)
+	if _, err := KillByEnv(); err == nil {
+		t.Fatal("no entries must be refused: it would match every process")
 	}
 }
 
-func TestKillOrphanGroupLeaderAlive(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		useStart bool
-	}{{"matching start", true}, {"unknown start", false}} {
-		t.Run(tc.name, func(t *testing.T) {
-			cmd, _ := startGroup(t, "sleep 60 </dev/null >/dev/null 2>&1 & echo $!; read x; exit 0")
-			pgid := cmd.Process.Pid
-			var start uint64
-			if tc.useStart {
-				var err error
-				if start, err = StartTime(pgid); err != nil {
-					t.Fatal(err)
-				}
-			}
-			sent, err := KillOrphanGroup(pgid, start)
-			if err != nil || !sent {
-				t.Fatalf("KillOrphanGroup = %v, %v; want true", sent, err)
-			}
-			waitFor(t, "group to die", 5*time.Second, groupGone(pgid))
-		})
-	}
-}
-
-func TestKillOrphanGroupRefusesReusedPid(t *testing.T) {
-	cmd, _ := startGroup(t, "sleep 60 </dev/null >/dev/null 2>&1 & echo $!; read x; exit 0")
-	pgid := cmd.Process.Pid
-	start, err := StartTime(pgid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sent, err := KillOrphanGroup(pgid, start+1)
-	if err != nil || sent {
-		t.Fatalf("KillOrphanGroup with wrong start = %v, %v; want false, nil", sent, err)
-	}
-	members, err := GroupMembers(pgid)
-	if err != nil || len(members) != 2 {
-		t.Fatalf("group was touched: members %v, %v", members, err)
-	}
-}
-
-func TestKillOrphanGroupRefusesDangerousIDs(t *testing.T) {
-	for _, pgid := range []int{-5, 0, 1} {
-		if sent, err := KillOrphanGroup(pgid, 0); err == nil || sent {
-			t.Errorf("KillOrphanGroup(%d) = %v, %v; want refusal", pgid, sent, err)
+// countEnv counts live processes whose environment holds entry.
+func countEnv(t *testing.T, entry string) int {
+	t.Helper()
+	names, _ := os.ReadDir("/proc")
+	n := 0
+	for _, d := range names {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + d.Name() + "/environ")
+		if err == nil && hasAll(env, []string{entry}) && Alive(pid, 0) {
+			n++
 		}
 	}
-	// Do not call KillOrphanGroup on our own group: if the guard were
-	// broken it would kill the test run. Check the guard itself.
-	if err := checkGroup(syscall.Getpgrp()); err == nil {
-		t.Error("checkGroup(own group) accepted")
-	}
+	return n
 }

@@ -37,3 +37,8 @@ func Alive(pid int, startTime uint64) bool {
 func GroupMembers(pgid int) ([]int, error) {
 	return nil, fmt.Errorf("list group members: %w", errors.ErrUnsupported)
 }
+
+// KillByEnv is not supported on this platform.
+func KillByEnv(entries ...string) (int, error) {
+	return 0, fmt.Errorf("kill by environment: %w", errors.ErrUnsupported)
+}

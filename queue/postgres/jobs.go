@@ -16,7 +16,7 @@ import (
 
 var jobColumnNames = []string{"id", "queue", "command", "state", "priority", "attempts", "max_retries", "timeout_us",
 	"backoff_base", "max_backoff_us", "run_at", "created_at", "updated_at", "started_at", "finished_at", "exit_code",
-	"error", "worker", "lease_until", "pgid", "pgid_start", "cancel_requested", "env", "dir", "template", "scheduled_at"}
+	"error", "worker", "lease_until", "cancel_requested", "env", "dir", "template", "scheduled_at"}
 
 // jobColumns lists the job columns, each prefixed with p ("j." or "").
 func jobColumns(p string) string {
@@ -34,13 +34,11 @@ func scanJob(row pgx.Row, extra ...any) (*queue.Job, error) {
 		runAt, createdAt, updatedAt                    time.Time
 		startedAt, finishedAt, leaseUntil, scheduledAt *time.Time
 		errText, worker, dir, template                 *string
-		pgid                                           *int
-		pgidStart                                      *int64
 		env                                            []byte
 	)
 	dest := []any{&j.ID, &j.Queue, &j.Command, &state, &j.Priority, &j.Attempts, &j.MaxRetries, &timeoutUS,
 		&j.BackoffBase, &maxBackoffUS, &runAt, &createdAt, &updatedAt, &startedAt, &finishedAt, &j.ExitCode,
-		&errText, &worker, &leaseUntil, &pgid, &pgidStart, &j.CancelRequested, &env, &dir, &template, &scheduledAt}
+		&errText, &worker, &leaseUntil, &j.CancelRequested, &env, &dir, &template, &scheduledAt}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -51,12 +49,6 @@ func scanJob(row pgx.Row, extra ...any) (*queue.Job, error) {
 	j.StartedAt, j.FinishedAt, j.LeaseUntil = utc(startedAt), utc(finishedAt), utc(leaseUntil)
 	j.ScheduledAt = utc(scheduledAt)
 	j.Error, j.Worker, j.Dir, j.Template = str(errText), str(worker), str(dir), str(template)
-	if pgid != nil {
-		j.PGID = *pgid
-	}
-	if pgidStart != nil {
-		j.PGIDStart = uint64(*pgidStart)
-	}
 	if len(env) > 0 {
 		if err := json.Unmarshal(env, &j.Env); err != nil {
 			return nil, fmt.Errorf("job %s: env: %w", j.ID, err)
@@ -151,7 +143,7 @@ func claimSQL(queues []string, limit int) string {
 		LIMIT ` + strconv.Itoa(limit) + `
 		FOR UPDATE SKIP LOCKED)
 	UPDATE jobs j SET state = 'processing', attempts = j.attempts + 1, worker = $2, started_at = $1,
-		finished_at = NULL, lease_until = $3, updated_at = $1, pgid = NULL, pgid_start = NULL,
+		finished_at = NULL, lease_until = $3, updated_at = $1,
 		cancel_requested = false
 	FROM c WHERE j.id = c.id
 	RETURNING ` + jobColumns("j.") + `, j.seq`
@@ -214,22 +206,11 @@ func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Jo
 	return jobs, nil
 }
 
-// SetProcess implements queue.Store.
-func (s *Store) SetProcess(ctx context.Context, p queue.ProcessParams) error {
-	_, err := s.pool.Exec(ctx, `UPDATE jobs SET pgid = $1, pgid_start = $2
-		WHERE id = $3 AND worker = $4 AND attempts = $5 AND state = 'processing'`,
-		p.PGID, int64(p.PGIDStart), p.JobID, p.Worker, p.Attempt)
-	if err != nil {
-		return fmt.Errorf("set process: %w", err)
-	}
-	return nil
-}
-
 // finishJob updates the job if the claim still holds and, only then, writes
 // the history row: one statement per finish.
 const finishJob = `WITH u AS (
 		UPDATE jobs SET state = $1, attempts = $2, run_at = $3, finished_at = $4, exit_code = $5, error = $6,
-			updated_at = $7, lease_until = NULL, pgid = NULL, pgid_start = NULL, cancel_requested = false
+			updated_at = $7, lease_until = NULL, cancel_requested = false
 		WHERE id = $8 AND worker = $9 AND attempts = $10 AND state = 'processing'
 		RETURNING id)
 	INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome, worker, error,

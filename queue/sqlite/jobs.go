@@ -15,23 +15,22 @@ import (
 
 const jobColumns = `id, queue, command, state, priority, attempts, max_retries, timeout_us, backoff_base,
 	max_backoff_us, run_at, created_at, updated_at, started_at, finished_at, exit_code, error, worker,
-	lease_until, pgid, pgid_start, cancel_requested, env, dir, template, scheduled_at`
+	lease_until, cancel_requested, env, dir, template, scheduled_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanJob(row scanner) (*queue.Job, error) {
 	var (
-		j                                                    queue.Job
-		state                                                string
-		timeoutUS, maxBackoffUS, runAt, createdAt, updatedAt int64
-		startedAt, finishedAt, exitCode, leaseUntil, pgid    sql.NullInt64
-		pgidStart, scheduledAt                               sql.NullInt64
-		errText, worker, env, dir, template                  sql.NullString
-		cancel                                               int
+		j                                                        queue.Job
+		state                                                    string
+		timeoutUS, maxBackoffUS, runAt, createdAt, updatedAt     int64
+		startedAt, finishedAt, exitCode, leaseUntil, scheduledAt sql.NullInt64
+		errText, worker, env, dir, template                      sql.NullString
+		cancel                                                   int
 	)
 	err := row.Scan(&j.ID, &j.Queue, &j.Command, &state, &j.Priority, &j.Attempts, &j.MaxRetries, &timeoutUS,
 		&j.BackoffBase, &maxBackoffUS, &runAt, &createdAt, &updatedAt, &startedAt, &finishedAt, &exitCode,
-		&errText, &worker, &leaseUntil, &pgid, &pgidStart, &cancel, &env, &dir, &template, &scheduledAt)
+		&errText, &worker, &leaseUntil, &cancel, &env, &dir, &template, &scheduledAt)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +45,6 @@ func scanJob(row scanner) (*queue.Job, error) {
 		j.ExitCode = &c
 	}
 	j.Error, j.Worker, j.Dir, j.Template = errText.String, worker.String, dir.String, template.String
-	j.PGID, j.PGIDStart = int(pgid.Int64), uint64(pgidStart.Int64)
 	j.CancelRequested = cancel != 0
 	if env.Valid && env.String != "" {
 		if err := json.Unmarshal([]byte(env.String), &j.Env); err != nil {
@@ -142,7 +140,7 @@ func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Jo
 	}
 	args = append(args, p.Limit)
 	query := `UPDATE jobs SET state = 'processing', attempts = attempts + 1, worker = ?, started_at = ?,
-		finished_at = NULL, lease_until = ?, updated_at = ?, pgid = NULL, pgid_start = NULL, cancel_requested = 0
+		finished_at = NULL, lease_until = ?, updated_at = ?, cancel_requested = 0
 		WHERE rowid IN (SELECT rowid FROM jobs INDEXED BY ` + index + `
 			WHERE state IN ('pending', 'failed') AND run_at <= ?` + filter + `
 			ORDER BY priority DESC, run_at, created_at LIMIT ?)
@@ -177,25 +175,8 @@ func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Jo
 	return jobs, nil
 }
 
-// SetProcess implements queue.Store.
-func (s *Store) SetProcess(ctx context.Context, p queue.ProcessParams) error {
-	err := s.write(ctx, false, func(tx *sql.Tx) error {
-		st, err := s.stmt(ctx, tx, `UPDATE jobs SET pgid = ?, pgid_start = ?
-			WHERE id = ? AND worker = ? AND attempts = ? AND state = 'processing'`)
-		if err != nil {
-			return err
-		}
-		_, err = st.ExecContext(ctx, p.PGID, int64(p.PGIDStart), p.JobID, p.Worker, p.Attempt)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("set process: %w", err)
-	}
-	return nil
-}
-
 const finishJob = `UPDATE jobs SET state = ?, attempts = ?, run_at = ?, finished_at = ?, exit_code = ?, error = ?,
-	updated_at = ?, lease_until = NULL, pgid = NULL, pgid_start = NULL, cancel_requested = 0
+	updated_at = ?, lease_until = NULL, cancel_requested = 0
 	WHERE id = ? AND worker = ? AND attempts = ? AND state = 'processing'`
 
 const insertAttempt = `INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome,

@@ -27,8 +27,6 @@ CREATE TABLE jobs (
     error            text,
     worker           text    COLLATE "C",
     lease_until      timestamptz,
-    pgid             integer,
-    pgid_start       bigint,
     cancel_requested boolean NOT NULL DEFAULT false,
     env              jsonb,
     dir              text,

@@ -19,8 +19,6 @@ CREATE TABLE jobs (
     error            TEXT,
     worker           TEXT,
     lease_until      INTEGER,
-    pgid             INTEGER,
-    pgid_start       INTEGER,
     cancel_requested INTEGER NOT NULL DEFAULT 0,
     env              TEXT,
     dir              TEXT,
