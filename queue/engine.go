@@ -326,8 +326,41 @@ func (e *Engine) laneLoop(l Lane, wake chan struct{}) {
 		case <-e.claimCtx.Done():
 			return
 		case <-freed:
+			e.gatherFreeSlots(l.Slots, freed, func() (int, int) {
+				mu.Lock()
+				defer mu.Unlock()
+				return l.Slots - busy, busy
+			})
 		case <-wake:
 		case <-timer.C:
+		}
+	}
+}
+
+// batchWait bounds how long a lane waits for more slots to free up before
+// it claims, so that one claim serves several slots.
+const batchWait = time.Millisecond
+
+// gatherFreeSlots waits, at most batchWait, until half the lane's slots are
+// free (or none is busy), so that slots freed in a burst are refilled by
+// one claim instead of one claim each. A one-slot lane never waits.
+func (e *Engine) gatherFreeSlots(slots int, freed chan struct{}, state func() (free, busy int)) {
+	want := (slots + 1) / 2
+	if free, busy := state(); free >= want || busy == 0 {
+		return
+	}
+	t := time.NewTimer(batchWait)
+	defer t.Stop()
+	for {
+		select {
+		case <-freed:
+			if free, busy := state(); free >= want || busy == 0 {
+				return
+			}
+		case <-t.C:
+			return
+		case <-e.claimCtx.Done():
+			return
 		}
 	}
 }

@@ -144,14 +144,39 @@ func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Jo
 		WHERE rowid IN (SELECT rowid FROM jobs INDEXED BY ` + index + `
 			WHERE state IN ('pending', 'failed') AND run_at <= ?` + filter + `
 			ORDER BY priority DESC, run_at, created_at LIMIT ?)
-		RETURNING ` + jobColumns
+		RETURNING rowid`
 	var jobs []*queue.Job
 	err := s.write(ctx, false, func(tx *sql.Tx) error {
+		jobs = nil
 		st, err := s.stmt(ctx, tx, query)
 		if err != nil {
 			return err
 		}
 		rows, err := st.QueryContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		var ids []any
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil || len(ids) == 0 {
+			return err
+		}
+		// Read the claimed rows in the same transaction. (RETURNING every
+		// column costs SQLite several times more than RETURNING the rowid
+		// and reading the rows back.)
+		get, err := s.stmt(ctx, tx, `SELECT `+jobColumns+` FROM jobs WHERE rowid IN (`+placeholders(len(ids))+`)`)
+		if err != nil {
+			return err
+		}
+		rows, err = get.QueryContext(ctx, ids...)
 		if err != nil {
 			return err
 		}

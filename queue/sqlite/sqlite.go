@@ -41,6 +41,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
@@ -80,7 +81,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// The writer waits for the lock in write, not in SQLite's busy handler.
 	writeDB := sql.OpenDB(connector{dsn: dsn(abs, false), drv: &sqlite3.SQLiteDriver{
 		ConnectHook: func(c *sqlite3.SQLiteConn) error {
-			_, err := c.Exec("PRAGMA busy_timeout = 0", nil)
+			_, err := c.Exec("PRAGMA busy_timeout = 0; PRAGMA mmap_size = 268435456", nil)
 			return err
 		},
 	}})
@@ -231,6 +232,15 @@ type connector struct {
 func (c connector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
 func (c connector) Driver() driver.Driver                        { return c.drv }
 
+// pause sleeps d with the kernel's timer, not the Go runtime's: runtime
+// timers can be a millisecond coarse (an idle host, a VM), which would make
+// every wait for another process's write lock cost a millisecond.
+func pause(d time.Duration) {
+	ts := syscall.NsecToTimespec(int64(d))
+	for syscall.Nanosleep(&ts, &ts) == syscall.EINTR {
+	}
+}
+
 // busyBackoff is the pause before try n+1 of a busy write: 20 µs growing
 // by half each time up to 1 ms, with jitter so processes do not collide
 // in step.
@@ -288,7 +298,7 @@ func (s *Store) write(ctx context.Context, full bool, fn func(tx *sql.Tx) error)
 		if time.Since(start) > busyWait {
 			return fmt.Errorf("database stayed busy (locked by another process) for %s: %w", busyWait, err)
 		}
-		time.Sleep(busyBackoff(try))
+		pause(busyBackoff(try))
 	}
 	return describe(err)
 }
