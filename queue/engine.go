@@ -106,6 +106,7 @@ type Engine struct {
 	stopAsked   chan struct{}
 	stopAskOnce sync.Once
 	startOnce   sync.Once
+	startErr    error
 	stopOnce    sync.Once
 	stopErr     error
 
@@ -176,40 +177,41 @@ func (e *Engine) ID() string { return e.cfg.WorkerID }
 // (queuectl worker stop); the owner should then call Stop.
 func (e *Engine) StopRequested() <-chan struct{} { return e.stopAsked }
 
-// Start registers the worker and starts claiming. It is safe to call twice.
+// Start registers the worker and starts claiming. It is safe to call twice;
+// a second call returns the first one's result.
 func (e *Engine) Start(ctx context.Context) error {
-	var err error
-	e.startOnce.Do(func() {
-		now := e.cfg.Clock.Now()
-		e.me.StartedAt, e.me.HeartbeatAt = now, now
-		if err = e.store.RegisterWorker(ctx, &e.me); err != nil {
-			err = fmt.Errorf("register worker: %w", err)
-			return
-		}
-		var wake <-chan struct{}
-		bg, cancel := context.WithCancel(context.Background())
-		e.stopBg = cancel
-		if wake, err = e.store.Wakeups(bg); err != nil {
-			cancel()
-			err = fmt.Errorf("subscribe to wake-ups: %w", err)
-			return
-		}
-		hbWake := e.addWake()
-		laneWakes := make([]chan struct{}, len(e.cfg.Lanes))
-		for i := range e.cfg.Lanes {
-			laneWakes[i] = e.addWake()
-		}
-		e.background.Add(3)
-		go e.fanOut(wake)
-		go e.heartbeatLoop(bg, hbWake)
-		go e.rescueLoop(bg)
-		for i, l := range e.cfg.Lanes {
-			e.loops.Add(1)
-			go e.laneLoop(l, laneWakes[i])
-		}
-		e.log.Info().Int("pid", e.me.PID).Str("host", e.me.Host).Strs("queues", e.me.Queues).Msg("worker started")
-	})
-	return err
+	e.startOnce.Do(func() { e.startErr = e.start(ctx) })
+	return e.startErr
+}
+
+func (e *Engine) start(ctx context.Context) error {
+	now := e.cfg.Clock.Now()
+	e.me.StartedAt, e.me.HeartbeatAt = now, now
+	if err := e.store.RegisterWorker(ctx, &e.me); err != nil {
+		return fmt.Errorf("register worker: %w", err)
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	wake, err := e.store.Wakeups(bg)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("subscribe to wake-ups: %w", err)
+	}
+	e.stopBg = cancel
+	hbWake := e.addWake()
+	laneWakes := make([]chan struct{}, len(e.cfg.Lanes))
+	for i := range e.cfg.Lanes {
+		laneWakes[i] = e.addWake()
+	}
+	e.background.Add(3)
+	go e.fanOut(wake)
+	go e.heartbeatLoop(bg, hbWake)
+	go e.rescueLoop(bg)
+	for i, l := range e.cfg.Lanes {
+		e.loops.Add(1)
+		go e.laneLoop(l, laneWakes[i])
+	}
+	e.log.Info().Int("pid", e.me.PID).Str("host", e.me.Host).Strs("queues", e.me.Queues).Msg("worker started")
+	return nil
 }
 
 func (e *Engine) addWake() chan struct{} {
@@ -415,10 +417,15 @@ func (e *Engine) launch(j *Job, done func()) {
 		defer done()
 		defer cancel()
 		e.runJob(ctx, r)
-		e.mu.Lock()
-		delete(e.running, j.ID)
-		e.mu.Unlock()
 	}()
+}
+
+// ended takes a job whose command has ended off the running set, so that
+// heartbeats no longer renew or report it while its outcome is recorded.
+func (e *Engine) ended(id string) {
+	e.mu.Lock()
+	delete(e.running, id)
+	e.mu.Unlock()
 }
 
 func (e *Engine) runJob(ctx context.Context, r *runningJob) {
@@ -426,6 +433,7 @@ func (e *Engine) runJob(ctx context.Context, r *runningJob) {
 	log := e.log.With().Str("job_id", j.ID).Str("queue", j.Queue).Int("attempt", j.Attempts).Logger()
 	log.Debug().Msg("job started")
 	res := e.runner.Run(ctx, RunSpec{Command: j.Command, Env: j.Environ(), Dir: j.Dir, Timeout: j.Timeout})
+	e.ended(j.ID)
 	e.record(log, j, end(res, r.why(), j.Timeout))
 }
 
