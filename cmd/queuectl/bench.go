@@ -158,6 +158,9 @@ func (a *app) printBench(results []bench.Result) error {
 		for _, v := range r.Runs {
 			runs = append(runs, fmt.Sprintf("%.4g", v))
 		}
+		if len(runs) > 5 {
+			runs = []string{fmt.Sprintf("%d samples", len(runs))}
+		}
 		ratio, ok := "-", "-"
 		if r.Base != 0 {
 			ratio = fmt.Sprintf("%.2f (%s %.4g)", r.Ratio, r.Against, r.Base)
