@@ -77,6 +77,21 @@ func (a *app) templatesFor(ctx context.Context, o *fileOptions, apply bool) ([]*
 	return ts, st, nil
 }
 
+// template finds one template by name (see templatesFor); the caller
+// closes the store.
+func (a *app) template(ctx context.Context, o *fileOptions, name string, apply bool) (*queue.Template, queue.Store, error) {
+	ts, st, err := a.templatesFor(ctx, o, apply)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := findTemplate(ts, name)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return t, st, nil
+}
+
 func findTemplate(ts []*queue.Template, name string) (*queue.Template, error) {
 	for _, t := range ts {
 		if t.Name == name {
@@ -153,15 +168,11 @@ func (a *app) cronNextCmd() *cobra.Command {
 			if n < 1 || n > 10000 {
 				return usagef("-n %d: must be from 1 to 10000", n)
 			}
-			ts, st, err := a.templatesFor(cmd.Context(), &o, false)
+			t, st, err := a.template(cmd.Context(), &o, args[0], false)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			t, err := findTemplate(ts, args[0])
-			if err != nil {
-				return err
-			}
 			sc, err := scheduler.Parse(t)
 			if err != nil {
 				return err
@@ -192,15 +203,11 @@ func (a *app) cronTriggerCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			ts, st, err := a.templatesFor(ctx, &o, true)
+			t, st, err := a.template(ctx, &o, args[0], true)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			t, err := findTemplate(ts, args[0])
-			if err != nil {
-				return err
-			}
 			d, err := scheduler.LoadDefaults(ctx, st)
 			if err != nil {
 				return err

@@ -54,6 +54,20 @@ func scanJob(row scanner) (*queue.Job, error) {
 	return &j, nil
 }
 
+// scanColumn reads the single column of every row and closes rows.
+func scanColumn[T any](rows *sql.Rows) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 func scanJobs(rows *sql.Rows) ([]*queue.Job, error) {
 	defer rows.Close()
 	var out []*queue.Job
@@ -181,17 +195,8 @@ func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Jo
 		if err != nil {
 			return err
 		}
-		var ids []any
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil || len(ids) == 0 {
+		ids, err := scanColumn[any](rows)
+		if err != nil || len(ids) == 0 {
 			return err
 		}
 		// Read the claimed rows in the same transaction. (RETURNING every
@@ -542,18 +547,11 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 			if err != nil {
 				return err
 			}
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					rows.Close()
-					return err
-				}
-				ids = append(ids, id)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
+			dead, err := scanColumn[string](rows)
+			if err != nil {
 				return err
 			}
+			ids = append(ids, dead...)
 		}
 		for _, id := range ids {
 			var state string
