@@ -489,6 +489,12 @@ func (e *Engine) heartbeatLoop(ctx context.Context, wake chan struct{}) {
 	}
 }
 
+func (e *Engine) isRunning(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.running[id] != nil
+}
+
 func (e *Engine) runningIDs() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -576,7 +582,10 @@ func (e *Engine) RescueOnce(ctx context.Context) (int, error) {
 		expired := !j.LeaseUntil.After(now)
 		// A job whose worker is not in the snapshot may belong to a worker that
 		// registered after it was taken: only lease expiry decides those.
-		if j.Worker == e.me.ID || !(expired || dead[j.Worker]) {
+		// This engine's own jobs are skipped only while it runs them: a
+		// claim whose reply was lost (the connection dropped after the
+		// commit) leaves a job under this worker that nothing renews.
+		if (j.Worker == e.me.ID && e.isRunning(j.ID)) || !(expired || dead[j.Worker]) {
 			continue
 		}
 		if e.sameHost(workers, j.Worker) {

@@ -407,6 +407,20 @@ func TestEngineRescue(t *testing.T) {
 		}
 	})
 
+	t.Run("own job that this engine is not running is rescued after lease expiry", func(t *testing.T) {
+		// A claim whose reply was lost: the store says this worker holds the
+		// job, but the engine never started it, so nothing renews the lease.
+		f := newFakeEngine(t)
+		j := claimBy(t, f, &queue.WorkerInfo{ID: "test-worker", PID: self, Host: host, BootID: bootID, ProcStart: selfStart}, 3)
+		f.clock.Set(t0.Add(29 * time.Second))
+		rescue(t, f, 0)
+		f.clock.Set(t0.Add(31 * time.Second))
+		rescue(t, f, 1)
+		if got := getJob(t, f.store, j.ID); got.State != queue.StateFailed || got.Error != "worker lost: lease expired" {
+			t.Fatalf("state %s error %q, want failed after lease expiry", got.State, got.Error)
+		}
+	})
+
 	t.Run("reused pid with another start time counts as dead", func(t *testing.T) {
 		f := newFakeEngine(t)
 		j := claimBy(t, f, &queue.WorkerInfo{ID: "reused", PID: self, Host: host, BootID: bootID, ProcStart: selfStart + 1}, 3)
