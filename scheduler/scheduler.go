@@ -14,6 +14,8 @@ package scheduler
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -148,8 +150,12 @@ func (s *Scheduler) Tick(ctx context.Context) (time.Time, error) {
 			s.log.Error().Err(err).Str("template", t.Name).Msg("bad schedule; template skipped")
 			continue
 		}
+		// One template's failure must not keep the others from firing.
 		if err := s.handle(ctx, t, sched, defaults, now); err != nil {
-			return next, err
+			if ctx.Err() != nil {
+				return next, err
+			}
+			s.log.Error().Err(err).Str("template", t.Name).Msg("fire template")
 		}
 		if n := sched.Next(now); !n.IsZero() && (next.IsZero() || n.Before(next)) {
 			next = n
@@ -301,10 +307,11 @@ func Fire(ctx context.Context, st Store, t *queue.Template, d Defaults, kind que
 	if t.Jitter > 0 && rnd != nil {
 		runAt = runAt.Add(time.Duration(rnd() * float64(t.Jitter)))
 	}
-	id := t.Name + "-" + slot.UTC().Format("20060102T150405Z")
+	suffix := "-" + slot.UTC().Format("20060102T150405Z")
 	if kind == queue.FireManual {
-		id = t.Name + "-manual-" + slot.UTC().Format("20060102T150405.000000Z")
+		suffix = "-manual-" + slot.UTC().Format("20060102T150405.000000Z")
 	}
+	id := jobID(t.Name, suffix)
 	n := queue.NewJob{
 		ID: id, Queue: t.Queue, Command: t.Command, Priority: t.Priority, Env: t.Env, Dir: t.Dir,
 		MaxRetries: t.Retry.MaxRetries, Timeout: t.Retry.Timeout, BackoffBase: t.Retry.BackoffBase, MaxBackoff: t.Retry.MaxBackoff,
@@ -323,4 +330,18 @@ func Fire(ctx context.Context, st Store, t *queue.Template, d Defaults, kind que
 		return res, fmt.Errorf("fire %s at %s: %w", t.Name, slot.Format(time.RFC3339), err)
 	}
 	return res, nil
+}
+
+// maxIDLen is the longest job id a store accepts.
+const maxIDLen = 200
+
+// jobID names a fired job after its template and slot. A name too long to
+// fit is shortened and made unique again with a hash of the whole name.
+func jobID(name, suffix string) string {
+	if len(name)+len(suffix) <= maxIDLen {
+		return name + suffix
+	}
+	sum := sha256.Sum256([]byte(name))
+	tag := "~" + hex.EncodeToString(sum[:4])
+	return name[:maxIDLen-len(suffix)-len(tag)] + tag + suffix
 }

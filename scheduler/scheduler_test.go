@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -364,5 +365,21 @@ func TestDisabledTemplateDoesNotFire(t *testing.T) {
 	f.tick(f.scheduler(f.store), start.Add(10*time.Minute))
 	if got := f.slots("off"); len(got) != 0 {
 		t.Fatalf("disabled template fired %v", got)
+	}
+}
+
+// A template whose jobs cannot be stored must not stop the others, and a
+// name as long as the file allows still gets fired.
+func TestLongNameFiresAndDoesNotBlockOthers(t *testing.T) {
+	start := utc("2026-05-01T00:00:00Z")
+	long := strings.Repeat("a", 200)
+	f := newFixture(t, start, tpl(long, "* * * * *", "UTC", nil), tpl("zz", "* * * * *", "UTC", nil))
+	s := f.scheduler(f.store)
+	f.tick(s, start.Add(time.Minute))
+	if got := f.slots(long); len(got) != 1 {
+		t.Fatalf("long-named template fired %d times", len(got))
+	}
+	if got := f.slots("zz"); len(got) != 1 {
+		t.Fatalf("zz fired %d times", len(got))
 	}
 }

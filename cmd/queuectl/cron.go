@@ -80,12 +80,25 @@ func (a *app) templatesFor(ctx context.Context, o *fileOptions, apply bool) ([]*
 // template finds one template by name (see templatesFor); the caller
 // closes the store.
 func (a *app) template(ctx context.Context, o *fileOptions, name string, apply bool) (*queue.Template, queue.Store, error) {
-	ts, st, err := a.templatesFor(ctx, o, apply)
+	ts, st, err := a.templatesFor(ctx, o, false)
 	if err != nil {
 		return nil, nil, err
 	}
 	t, err := findTemplate(ts, name)
-	if err != nil {
+	if err != nil || !apply || o.path == "" {
+		if err != nil {
+			st.Close()
+			return nil, nil, err
+		}
+		return t, st, nil
+	}
+	// The name is known: now apply the file, as run would, and read the
+	// template back with its state. (A typo changes nothing.)
+	st.Close()
+	if ts, st, err = a.templatesFor(ctx, o, true); err != nil {
+		return nil, nil, err
+	}
+	if t, err = findTemplate(ts, name); err != nil {
 		st.Close()
 		return nil, nil, err
 	}

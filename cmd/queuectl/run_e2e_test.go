@@ -280,3 +280,20 @@ queue "reports" {
 		t.Fatalf("an undeclared queue takes the store's config: %+v", j)
 	}
 }
+
+func TestE2ECronTriggerTypoChangesNothing(t *testing.T) {
+	c := newCLI(t)
+	a, b := filepath.Join(c.home, "a.hcl"), filepath.Join(c.home, "b.hcl")
+	writeFile(t, a, "job \"mine\" {\n  schedule = \"@daily\"\n  command = \"true\"\n}\n")
+	writeFile(t, b, "job \"other\" {\n  schedule = \"@daily\"\n  command = \"true\"\n}\n")
+	c.ok("cron", "trigger", "other", "-c", b)
+	if _, _, code := c.run("cron", "trigger", "typo", "-c", a); code != 1 {
+		t.Fatalf("unknown template: exit %d, want 1", code)
+	}
+	if list := c.ok("cron", "list"); !strings.Contains(list, "other") || strings.Contains(list, "mine") {
+		t.Fatalf("a failed trigger changed the stored templates:\n%s", list)
+	}
+	if _, errOut, code := c.run("worker", "start", "--retry-jitter", "2"); code != 2 || !strings.Contains(errOut, "retry-jitter") {
+		t.Fatalf("bad worker flag: exit %d %q", code, errOut)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -177,6 +178,13 @@ and puts them back in the queue.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if count < 1 {
 				return usagef("--count %d: must be at least 1", count)
+			}
+			// Check what the worker processes would refuse before starting any.
+			if _, err := retryPolicy(o.jitter); err != nil {
+				return err
+			}
+			if _, err := a.logger(io.Discard); err != nil {
+				return err
 			}
 			if foreground && count == 1 {
 				o.slots = 1
