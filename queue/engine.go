@@ -603,9 +603,13 @@ func (e *Engine) RescueOnce(ctx context.Context) (int, error) {
 		if dead[j.Worker] {
 			reason = "worker lost: process " + j.Worker + " is gone"
 		}
-		fs = append(fs, e.cfg.Retry.Decide(j, j.Worker, End{
+		f := e.cfg.Retry.Decide(j, j.Worker, End{
 			Outcome: OutcomeLost, Error: reason, Started: j.StartedAt, Finished: now,
-		}, now))
+		}, now)
+		if !dead[j.Worker] {
+			f.LeaseExpiredBy = now // its worker may be alive: only an expired lease is taken
+		}
+		fs = append(fs, f)
 	}
 	n := 0
 	if len(fs) > 0 {

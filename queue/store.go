@@ -117,6 +117,10 @@ type Finish struct {
 	Error    string
 	Record   Attempt // the history row
 	Now      time.Time
+	// LeaseExpiredBy, when set, makes the finish apply only if the job's
+	// lease had expired by then: a rescue of a worker that may be alive
+	// must not win over a lease it renewed meanwhile.
+	LeaseExpiredBy time.Time
 }
 
 // HeartbeatParams renews a worker and its leases.

@@ -209,9 +209,13 @@ func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Jo
 // finishJob updates the job if the claim still holds and, only then, writes
 // the history row: one statement per finish.
 const finishJob = `WITH u AS (
-		UPDATE jobs SET state = $1, attempts = $2, run_at = $3, finished_at = $4, exit_code = $5, error = $6,
+		UPDATE jobs SET
+			state = CASE WHEN cancel_requested AND $1::text IN ('failed', 'pending') THEN 'cancelled' ELSE $1::text END,
+			attempts = $2, run_at = $3, finished_at = $4, exit_code = $5,
+			error = CASE WHEN cancel_requested AND $1::text IN ('failed', 'pending') THEN 'cancelled by user' ELSE $6::text END,
 			updated_at = $7, lease_until = NULL, cancel_requested = false
 		WHERE id = $8 AND worker = $9 AND attempts = $10 AND state = 'processing'
+			AND ($21::timestamptz IS NULL OR lease_until <= $21::timestamptz)
 		RETURNING id)
 	INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome, worker, error,
 		output, dropped)
@@ -234,7 +238,7 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 			b.Queue(finishJob, string(f.State), f.Attempts, f.RunAt, r.FinishedAt, f.ExitCode, nullString(f.Error),
 				f.Now, f.JobID, f.Worker, f.Attempt,
 				r.Number, nullTime(r.StartedAt), r.FinishedAt, r.ExitCode, nullString(r.Signal), string(r.Outcome),
-				nullString(r.Worker), nullString(r.Error), r.Output, r.Dropped)
+				nullString(r.Worker), nullString(r.Error), r.Output, r.Dropped, nullTime(f.LeaseExpiredBy))
 		}
 		br := tx.SendBatch(ctx, b)
 		for i, f := range fs {
@@ -282,9 +286,11 @@ func (s *Store) Heartbeat(ctx context.Context, p queue.HeartbeatParams) (queue.H
 		if len(p.Jobs) == 0 {
 			return nil
 		}
+		// An expired lease is not renewed: a rescuer may have taken the
+		// job, and the worker must stop it (it is reported lost).
 		rows, err := tx.Query(ctx, `UPDATE jobs SET lease_until = $1
-			WHERE id = ANY($2) AND worker = $3 AND state = 'processing'
-			RETURNING id, cancel_requested`, p.LeaseUntil, p.Jobs, p.Worker)
+			WHERE id = ANY($2) AND worker = $3 AND state = 'processing' AND lease_until > $4
+			RETURNING id, cancel_requested`, p.LeaseUntil, p.Jobs, p.Worker, p.Now)
 		if err != nil {
 			return err
 		}

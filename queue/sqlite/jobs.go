@@ -230,9 +230,14 @@ func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Jo
 	return jobs, nil
 }
 
-const finishJob = `UPDATE jobs SET state = ?, attempts = ?, run_at = ?, finished_at = ?, exit_code = ?, error = ?,
-	updated_at = ?, lease_until = NULL, cancel_requested = 0
-	WHERE id = ? AND worker = ? AND attempts = ? AND state = 'processing'`
+// finishJob records an outcome if the claim still holds. A user's cancel
+// request wins over a retry: such a job ends cancelled, whatever ended it.
+const finishJob = `UPDATE jobs SET
+	state = CASE WHEN cancel_requested = 1 AND ?1 IN ('failed', 'pending') THEN 'cancelled' ELSE ?1 END,
+	attempts = ?2, run_at = ?3, finished_at = ?4, exit_code = ?5,
+	error = CASE WHEN cancel_requested = 1 AND ?1 IN ('failed', 'pending') THEN 'cancelled by user' ELSE ?6 END,
+	updated_at = ?7, lease_until = NULL, cancel_requested = 0
+	WHERE id = ?8 AND worker = ?9 AND attempts = ?10 AND state = 'processing' AND (?11 = 0 OR lease_until <= ?11)`
 
 const insertAttempt = `INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome,
 	worker, error, output, dropped) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -253,7 +258,7 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 		for i, f := range fs {
 			applied[i] = false
 			res, err := upd.ExecContext(ctx, string(f.State), f.Attempts, toUS(f.RunAt), toUS(f.Record.FinishedAt),
-				nullInt(f.ExitCode), nullString(f.Error), toUS(f.Now), f.JobID, f.Worker, f.Attempt)
+				nullInt(f.ExitCode), nullString(f.Error), toUS(f.Now), f.JobID, f.Worker, f.Attempt, toUSOrZero(f.LeaseExpiredBy))
 			if err != nil {
 				return err
 			}
@@ -301,9 +306,11 @@ func (s *Store) Heartbeat(ctx context.Context, p queue.HeartbeatParams) (queue.H
 		if len(p.Jobs) == 0 {
 			return nil
 		}
+		// An expired lease is not renewed: a rescuer may have taken the
+		// job, and the worker must stop it (it is reported lost).
 		rows, err := tx.QueryContext(ctx, `UPDATE jobs SET lease_until = ?
-			WHERE id IN (SELECT value FROM json_each(?)) AND worker = ? AND state = 'processing'
-			RETURNING id, cancel_requested`, toUS(p.LeaseUntil), string(ids), p.Worker)
+			WHERE id IN (SELECT value FROM json_each(?)) AND worker = ? AND state = 'processing' AND lease_until > ?
+			RETURNING id, cancel_requested`, toUS(p.LeaseUntil), string(ids), p.Worker, toUS(p.Now))
 		if err != nil {
 			return err
 		}

@@ -393,6 +393,13 @@ func describe(err error) error {
 
 func toUS(t time.Time) int64 { return t.UnixMicro() }
 
+func toUSOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
 func toUSNull(t time.Time) sql.NullInt64 {
 	if t.IsZero() {
 		return sql.NullInt64{}

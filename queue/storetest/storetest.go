@@ -57,6 +57,8 @@ func Run(t *testing.T, newDB NewDB) {
 		{"FireOncePerSlot", testFireOncePerSlot},
 		{"Overlap", testOverlap},
 		{"Queues", testQueues},
+		{"CancelWinsOverRetry", testCancelWinsOverRetry},
+		{"ExpiredLeaseIsNotRenewed", testExpiredLeaseIsNotRenewed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -615,5 +617,45 @@ func testListAndCount(t *testing.T, open Opener) {
 	}
 	if !equal(keys(got), keys(want)) {
 		t.Fatalf("counts: got %v want %v", keys(got), keys(want))
+	}
+}
+
+func testCancelWinsOverRetry(t *testing.T, open Opener) {
+	s := open(t)
+	insert(t, s, job(t, "c", nil))
+	j := claim(t, s, "w", 1, t0)[0]
+	if _, err := s.CancelJob(ctx(t), "c", t0); err != nil {
+		t.Fatal(err)
+	}
+	// The attempt fails before the worker sees the request: the job must not
+	// be retried.
+	finish(t, s, j, "w", failed(t0), t0)
+	if got := get(t, s, "c"); got.State != queue.StateCancelled || got.CancelRequested {
+		t.Fatalf("a cancelled job that failed: state %s cancel_requested %v, want cancelled", got.State, got.CancelRequested)
+	}
+}
+
+func testExpiredLeaseIsNotRenewed(t *testing.T, open Opener) {
+	s := open(t)
+	if err := s.RegisterWorker(ctx(t), &queue.WorkerInfo{ID: "slow", Host: "h", StartedAt: t0, HeartbeatAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	insert(t, s, job(t, "a", nil), job(t, "b", nil))
+	claim(t, s, "slow", 2, t0) // leases until t0+30s
+	late := t0.Add(31 * time.Second)
+	res, err := s.Heartbeat(ctx(t), queue.HeartbeatParams{Worker: "slow", Jobs: []string{"a", "b"}, Now: late, LeaseUntil: late.Add(30 * time.Second)})
+	if err != nil || len(res.Lost) != 2 {
+		t.Fatalf("heartbeat after expiry: %+v %v, want both lost", res, err)
+	}
+	// A rescue that requires an expired lease loses to a renewal.
+	insert(t, s, job(t, "r", nil))
+	r := claim(t, s, "slow", 1, t0)[0]
+	if _, err := s.Heartbeat(ctx(t), queue.HeartbeatParams{Worker: "slow", Jobs: []string{"r"}, Now: t0.Add(10 * time.Second), LeaseUntil: t0.Add(60 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	f := queue.RetryPolicy{}.Decide(r, "slow", queue.End{Outcome: queue.OutcomeLost, Started: t0, Finished: t0}, t0.Add(40*time.Second))
+	f.LeaseExpiredBy = t0.Add(40 * time.Second)
+	if applied, err := s.FinishJobs(ctx(t), []queue.Finish{f}); err != nil || applied[0] {
+		t.Fatalf("rescue of a renewed lease: applied %v err %v, want skipped", applied, err)
 	}
 }
