@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"reflect"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -198,6 +199,12 @@ type service struct {
 	file  *config.File
 	eng   *queue.Engine
 	sched *scheduler.Scheduler
+
+	// Engines replaced by a reload finish their running jobs in the
+	// background; stopDrains makes them stop those jobs (a second signal).
+	drains     sync.WaitGroup
+	drainCtx   context.Context
+	stopDrains context.CancelFunc
 }
 
 func (a *app) runService(ctx context.Context, o *runOptions) error {
@@ -227,6 +234,8 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 	}
 	defer st.Close()
 	s := &service{a: a, o: o, log: log, st: st}
+	s.drainCtx, s.stopDrains = context.WithCancel(context.Background())
+	defer s.stopDrains()
 	if err := s.apply(ctx, f); err != nil {
 		return err
 	}
@@ -267,7 +276,15 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 			}
 		}
 	}()
-	return s.eng.Stop(stopCtx)
+	// The second signal or the grace period reaches every engine, the
+	// ones draining after a reload too; the store closes after all stop.
+	go func() {
+		<-stopCtx.Done()
+		s.stopDrains()
+	}()
+	err = s.eng.Stop(stopCtx)
+	s.drains.Wait()
+	return err
 }
 
 // apply writes f to the store and (re)starts the engine when the queues
@@ -276,9 +293,8 @@ func (s *service) apply(ctx context.Context, f *config.File) error {
 	if err := applyFile(ctx, s.st, f, s.a.now()); err != nil {
 		return err
 	}
-	old := s.file
-	s.file = f
-	if old != nil && reflect.DeepEqual(lanes(old), lanes(f)) {
+	if s.file != nil && reflect.DeepEqual(lanes(s.file), lanes(f)) {
+		s.file = f
 		return nil
 	}
 	eng := queue.NewEngine(s.st, shellRunner{executor.New(executor.Config{KillGrace: s.o.kill})}, queue.EngineConfig{
@@ -289,9 +305,13 @@ func (s *service) apply(ctx context.Context, f *config.File) error {
 	}
 	if prev := s.eng; prev != nil {
 		s.log.Info().Msg("queues changed: new worker slots started; the old ones finish their running jobs")
-		go prev.Stop(context.Background())
+		s.drains.Add(1)
+		go func() {
+			defer s.drains.Done()
+			prev.Stop(s.drainCtx)
+		}()
 	}
-	s.eng = eng
+	s.eng, s.file = eng, f
 	return nil
 }
 

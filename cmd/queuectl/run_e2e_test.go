@@ -297,3 +297,25 @@ func TestE2ECronTriggerTypoChangesNothing(t *testing.T) {
 		t.Fatalf("bad worker flag: exit %d %q", code, errOut)
 	}
 }
+
+// Jobs of worker slots replaced by a reload still finish before the
+// service exits on SIGTERM.
+func TestE2ERunReloadedQueuesDrainOnStop(t *testing.T) {
+	c := newCLI(t)
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, "queue \"q1\" {\n  concurrency = 1\n}\n")
+	svc := c.startService("-c", cfg)
+	waitFor(t, "the service to start", 20*time.Second, func() bool { return strings.Contains(svc.log(), "service started") })
+	c.ok("enqueue", "--id", "slow", "--queue", "q1", "--command", "sleep 1; echo done")
+	c.waitState("slow", "processing", 20*time.Second)
+	writeFile(t, cfg, "queue \"q1\" {\n  concurrency = 2\n}\n")
+	svc.signal(syscall.SIGHUP)
+	waitFor(t, "the reload", 20*time.Second, func() bool { return strings.Contains(svc.log(), "queues changed") })
+	svc.signal(syscall.SIGTERM)
+	if err := svc.wait(30 * time.Second); err != nil {
+		t.Fatalf("service exit: %v\n%s", err, svc.log())
+	}
+	if j := c.job("slow"); j.State != "completed" {
+		t.Fatalf("a job of the replaced slots must finish before exit: %+v\n%s", j, svc.log())
+	}
+}
