@@ -394,8 +394,16 @@ func (e *Engine) untilNextRun(l Lane) time.Duration {
 }
 
 func (e *Engine) claim(l Lane, n int) ([]*Job, error) {
+	if err := e.claimCtx.Err(); err != nil {
+		return nil, err
+	}
+	// Once sent, a claim is not cancelled by Stop: a claim that commits on
+	// the server while its reply is abandoned would leave jobs processing
+	// under this worker, to be charged a lost attempt later.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(e.claimCtx), 30*time.Second)
+	defer cancel()
 	now := e.cfg.Clock.Now()
-	jobs, err := e.store.ClaimJobs(e.claimCtx, ClaimParams{
+	jobs, err := e.store.ClaimJobs(ctx, ClaimParams{
 		Worker: e.me.ID, Queues: l.Queues, Limit: n, Now: now, LeaseUntil: now.Add(e.cfg.Lease),
 	})
 	if err != nil {
