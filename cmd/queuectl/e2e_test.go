@@ -66,7 +66,12 @@ func (c *cli) cmd(args ...string) *exec.Cmd {
 // run returns stdout, stderr and the exit code.
 func (c *cli) run(args ...string) (string, string, int) {
 	c.t.Helper()
-	cmd := c.cmd(args...)
+	return runProcess(c.t, c.cmd(args...))
+}
+
+// runProcess runs cmd and returns stdout, stderr and the exit code.
+func runProcess(t *testing.T, cmd *exec.Cmd) (string, string, int) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -74,7 +79,7 @@ func (c *cli) run(args ...string) (string, string, int) {
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		c.t.Fatalf("run %v: %v", args, err)
+		t.Fatalf("run %v: %v", cmd.Args, err)
 	}
 	return out.String(), errb.String(), code
 }

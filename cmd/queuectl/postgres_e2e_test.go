@@ -152,17 +152,7 @@ func (h *pgHost) cmd(args ...string) *exec.Cmd {
 
 func (h *pgHost) run(args ...string) (string, string, int) {
 	h.t.Helper()
-	cmd := h.cmd(args...)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		h.t.Fatalf("run %v: %v", args, err)
-	}
-	return out.String(), errb.String(), code
+	return runProcess(h.t, h.cmd(args...))
 }
 
 func (h *pgHost) ok(args ...string) string {
