@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/queuectl/queuectl/internal/duration"
 )
 
 // Settings are the defaults copied onto a job at enqueue time. They live in
@@ -168,40 +170,23 @@ func SettingsFrom(kv map[string]string) (Settings, error) {
 	return s, nil
 }
 
-// ParseDuration accepts Go durations ("90s", "1h30m"), a "d" day suffix
-// ("1d", "2d12h") and a plain number of seconds ("30", "1.5").
+// maxDuration bounds durations given on the command line: a hundred years.
+const maxDuration = 36500 * 24 * time.Hour
+
+// ParseDuration parses a duration in the syntax of package duration (shared
+// with the configuration file): "90s", "1h30m", "1d12h", "1.5d", or a plain
+// number of seconds ("30", "1.5"). Negative durations and ones over a
+// hundred years are refused.
 func ParseDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
+	in := strings.TrimSpace(s)
+	if in == "" {
 		return 0, fmt.Errorf("%w: empty duration", ErrInvalid)
 	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > float64(math.MaxInt64/int64(time.Second)) {
-			return 0, fmt.Errorf("%w: duration %q out of range", ErrInvalid, s)
-		}
-		return time.Duration(f * float64(time.Second)), nil
-	}
-	in := s
-	var days time.Duration
-	if i := strings.IndexByte(s, 'd'); i >= 0 {
-		n, err := strconv.Atoi(s[:i])
-		if err != nil || n < 0 || n > 36500 {
-			return 0, fmt.Errorf("%w: duration %q (use e.g. 90s, 5m, 2h, 1d)", ErrInvalid, s)
-		}
-		days = time.Duration(n) * 24 * time.Hour
-		s = s[i+1:]
-		if s == "" {
-			return days, nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
+	d, err := duration.Parse(in)
+	if err != nil || d < 0 || d > maxDuration {
 		return 0, fmt.Errorf("%w: duration %q (use e.g. 90s, 5m, 2h, 1d)", ErrInvalid, in)
 	}
-	if d > 0 && days > math.MaxInt64-d {
-		return 0, fmt.Errorf("%w: duration %q out of range", ErrInvalid, in)
-	}
-	return days + d, nil
+	return d, nil
 }
 
 // FormatDuration shows d compactly ("1h", "90s", "1d").

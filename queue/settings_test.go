@@ -26,6 +26,7 @@ func TestParseDuration(t *testing.T) {
 		{"1.5", 1500 * time.Millisecond},
 		{"0", 0},
 		{" 45s ", 45 * time.Second},
+		{"1.5d", 36 * time.Hour}, // the configuration file's syntax: one parser for both
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
@@ -36,7 +37,7 @@ func TestParseDuration(t *testing.T) {
 		})
 	}
 
-	bad := []string{"", "   ", "abc", "1x", "d", "-1d", "1.5d", "1d2", "1dd", "2d5x", "5 m", "NaN", "Inf", "1e300", "36501d", "36500d2562047h"}
+	bad := []string{"", "   ", "abc", "1x", "d", "-1d", "-5m", "1d2", "1dd", "2d5x", "5 m", "NaN", "Inf", "1e300", "36501d", "36500d2562047h"}
 	for _, in := range bad {
 		t.Run("bad "+in, func(t *testing.T) {
 			got, err := queue.ParseDuration(in)

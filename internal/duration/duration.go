@@ -1,0 +1,76 @@
+// Package duration parses the durations users write, in the CLI and in the
+// configuration file alike: Go durations, an optional leading day count, or
+// a plain number of seconds. It is the one definition of that syntax.
+package duration
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Parse parses a duration: a Go duration string (see
+// time.ParseDuration: "90s", "10m", "1h30m", "1.5h") that may start with a
+// number of days with the "d" unit ("1d", "1d12h", "1.5d"; a day is always 24
+// hours), or a plain number of seconds ("30", "1.5"). Surrounding white space
+// is ignored; a leading "-" or "+" applies to the whole value.
+func Parse(s string) (time.Duration, error) {
+	bad := func() (time.Duration, error) {
+		return 0, fmt.Errorf(`invalid duration %q: use a number with a unit, e.g. "90s", "10m", "1h30m", "1d" or "1d12h", or a number of seconds`, s)
+	}
+	body, neg := strings.TrimSpace(s), false
+	if body != "" && (body[0] == '-' || body[0] == '+') {
+		neg, body = body[0] == '-', body[1:]
+	}
+	var d time.Duration
+	daysPart, rest, hasDays := strings.Cut(body, "d")
+	switch {
+	case isDecimal(body): // seconds
+		secs, err := strconv.ParseFloat(body, 64)
+		if err != nil || secs*float64(time.Second) >= math.MaxInt64 {
+			return bad()
+		}
+		d = time.Duration(math.Round(secs * float64(time.Second)))
+	case !hasDays:
+		if body == "" || body[0] == '-' || body[0] == '+' {
+			return bad()
+		}
+		v, err := time.ParseDuration(body)
+		if err != nil {
+			return bad()
+		}
+		d = v
+	default:
+		if !isDecimal(daysPart) {
+			return bad() // the day count must be a plain number such as 1 or 1.5
+		}
+		// Parsing "N" as hours reuses Go's number handling, fractions included.
+		hours, err := time.ParseDuration(daysPart + "h")
+		if err != nil || hours > math.MaxInt64/24 {
+			return bad()
+		}
+		d = hours * 24
+		if rest != "" {
+			if rest[0] == '-' || rest[0] == '+' {
+				return bad()
+			}
+			r, err := time.ParseDuration(rest)
+			if err != nil || r > math.MaxInt64-d {
+				return bad()
+			}
+			d += r
+		}
+	}
+	if neg {
+		d = -d
+	}
+	return d, nil
+}
+
+// isDecimal reports whether s is a plain non-negative decimal number: digits
+// with at most one ".".
+func isDecimal(s string) bool {
+	return strings.Trim(s, "0123456789.") == "" && strings.Count(s, ".") <= 1 && strings.Trim(s, ".") != ""
+}
