@@ -21,8 +21,8 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now().UTC() }
 
-// SystemClock is the wall clock in UTC.
-var SystemClock Clock = systemClock{}
+// SystemClock returns the wall clock, in UTC.
+func SystemClock() Clock { return systemClock{} }
 
 // Lane is a set of worker slots that claim from the same queues.
 type Lane struct {
@@ -59,7 +59,7 @@ func (c *EngineConfig) defaults() {
 		c.CancelPoll = time.Second
 	}
 	if c.Clock == nil {
-		c.Clock = SystemClock
+		c.Clock = SystemClock()
 	}
 	if len(c.Lanes) == 0 {
 		c.Lanes = []Lane{{Slots: 1}}

@@ -68,7 +68,7 @@ type Scheduler struct {
 // New returns a scheduler that has not started.
 func New(store Store, cfg Config) *Scheduler {
 	if cfg.Clock == nil {
-		cfg.Clock = queue.SystemClock
+		cfg.Clock = queue.SystemClock()
 	}
 	if cfg.Tick <= 0 {
 		cfg.Tick = time.Second

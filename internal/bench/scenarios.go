@@ -239,16 +239,11 @@ func xargsRate(ctx context.Context, n, p int) (float64, error) {
 // latency: enqueue-to-start with idle workers, the enqueue coming from a
 // separate process; and the wall time of one `queuectl enqueue` process.
 func (b *runner) latency(ctx context.Context) ([]Result, error) {
-	dsn, cleanup, err := b.cfg.NewDB(ctx)
+	dsn, st, done, err := b.scratch(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup()
-	st, err := b.cfg.Open(ctx, dsn)
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
+	defer done()
 	if _, err := b.startWorkers(ctx, dsn, 2); err != nil {
 		return nil, err
 	}
@@ -363,16 +358,11 @@ func rssMiB(pid int) (float64, error) {
 // scale: engine rate at 8 slots with many finished and pending jobs in the
 // table, against the empty-table rate; database size per million finished.
 func (b *runner) scale(ctx context.Context) ([]Result, error) {
-	dsn, cleanup, err := b.cfg.NewDB(ctx)
+	dsn, st, done, err := b.scratch(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup()
-	st, err := b.cfg.Open(ctx, dsn)
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
+	defer done()
 	b.progress("scale: creating %d finished jobs", b.cfg.ScaleFinished)
 	if err := finishMany(ctx, st, b.cfg.ScaleFinished); err != nil {
 		return nil, err
@@ -438,4 +428,19 @@ func finishMany(ctx context.Context, st queue.Store, n int) error {
 		done += len(claimed)
 	}
 	return nil
+}
+
+// scratch makes a fresh database and opens a store on it; done closes the
+// store and removes the database.
+func (b *runner) scratch(ctx context.Context) (string, queue.Store, func(), error) {
+	dsn, cleanup, err := b.cfg.NewDB(ctx)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	st, err := b.cfg.Open(ctx, dsn)
+	if err != nil {
+		cleanup()
+		return "", nil, nil, err
+	}
+	return dsn, st, func() { st.Close(); cleanup() }, nil
 }
