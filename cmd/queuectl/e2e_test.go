@@ -625,3 +625,25 @@ func TestE2EBenchQuick(t *testing.T) {
 		t.Fatalf("scenarios measured: %v", seen)
 	}
 }
+
+// Workers of another host can only be asked through the store; --all-hosts
+// does that and waits until they have unregistered.
+func TestE2EWorkerStopAllHosts(t *testing.T) {
+	c := newCLI(t)
+	remote := c.cmd("worker", "start", "--count", "2", "--lease", "3s")
+	remote.Env = append(remote.Env, "QUEUECTL_HOST=elsewhere")
+	if _, errOut, code := runProcess(t, remote); code != 0 {
+		t.Fatalf("start remote workers: %s", errOut)
+	}
+	if out := c.ok("worker", "stop"); !strings.Contains(out, "no workers") {
+		t.Fatalf("without --all-hosts another host's workers are not touched: %q", out)
+	}
+	if out := c.ok("worker", "stop", "--all-hosts", "--timeout", "30s"); out != "stopped 2 worker(s)\n" {
+		t.Fatalf("worker stop --all-hosts printed %q", out)
+	}
+	var ws []any
+	json.Unmarshal([]byte(c.ok("worker", "list", "--json")), &ws)
+	if len(ws) != 0 {
+		t.Fatalf("workers still registered: %v", ws)
+	}
+}

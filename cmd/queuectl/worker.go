@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -379,24 +381,31 @@ func (a *app) runAttached(self string, args []string, count int) error {
 
 func (a *app) workerStopCmd() *cobra.Command {
 	var timeout time.Duration
+	var allHosts bool
 	cmd := &cobra.Command{
 		Use:   "stop",
 		Short: "Stop this host's workers gracefully",
 		Long: `Ask every worker on this host to finish its current job and exit, and wait
 until they are gone. With --timeout, running jobs still going after that long
-are stopped and put back in the queue (their attempt is not charged).`,
+are stopped and put back in the queue (their attempt is not charged).
+
+With --all-hosts, workers on other hosts (sharing a PostgreSQL database) are
+asked too, through the database: they see the request at their next
+heartbeat and stop the same graceful way. They cannot be forced from here;
+after --timeout the command reports those still running.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
-				return a.stopWorkers(ctx, st, timeout)
+				return a.stopWorkers(ctx, st, timeout, allHosts)
 			})
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "how long running jobs may take before they are stopped and put back (0: wait for them)")
+	cmd.Flags().BoolVar(&allHosts, "all-hosts", false, "also stop the workers of other hosts, through the database")
 	return cmd
 }
 
-func (a *app) stopWorkers(ctx context.Context, st queue.Store, timeout time.Duration) error {
+func (a *app) stopWorkers(ctx context.Context, st queue.Store, timeout time.Duration, allHosts bool) error {
 	ws, err := st.ListWorkers(ctx)
 	if err != nil {
 		return err
@@ -404,20 +413,34 @@ func (a *app) stopWorkers(ctx context.Context, st queue.Store, timeout time.Dura
 	host := a.hostName()
 	boot := proc.BootID()
 	var local []*queue.WorkerInfo
+	remote := map[string]bool{}
 	for _, w := range ws {
-		if w.Host == host && w.BootID == boot && proc.Alive(w.PID, w.ProcStart) {
-			local = append(local, w)
+		switch {
+		case w.Host == host && w.BootID == boot:
+			if proc.Alive(w.PID, w.ProcStart) {
+				local = append(local, w)
+			}
+		case allHosts:
+			remote[w.ID] = true
 		}
 	}
-	if len(local) == 0 {
+	if len(local) == 0 && len(remote) == 0 {
 		fmt.Fprintln(a.stdout, "no workers running on this host")
 		return nil
 	}
-	// A signal, not the store's stop request, so that a worker sees exactly
-	// one request now and a second one only when --timeout passes.
+	// Local workers get a signal, not the store's stop request, so that they
+	// see exactly one request now and a second one only when --timeout
+	// passes; remote ones can only be asked through the store.
 	signalAll(local, syscall.SIGTERM)
+	if len(remote) > 0 {
+		if err := st.RequestStop(ctx, slices.Collect(maps.Keys(remote))); err != nil {
+			return err
+		}
+	}
+	asked := len(local) + len(remote)
 	start := time.Now()
 	forced := false
+	lastList := time.Time{}
 	for {
 		alive := 0
 		for _, w := range local {
@@ -425,8 +448,18 @@ func (a *app) stopWorkers(ctx context.Context, st queue.Store, timeout time.Dura
 				alive++
 			}
 		}
-		if alive == 0 {
+		if len(remote) > 0 && time.Since(lastList) > 250*time.Millisecond {
+			if err := a.dropUnregistered(ctx, st, remote); err != nil {
+				return err
+			}
+			lastList = time.Now()
+		}
+		if alive == 0 && len(remote) == 0 {
 			break
+		}
+		if alive == 0 && timeout > 0 && time.Since(start) > timeout {
+			return fmt.Errorf("%d worker(s) on other hosts still running after %s: %s", len(remote), timeout,
+				strings.Join(slices.Sorted(maps.Keys(remote)), ", "))
 		}
 		if timeout > 0 && !forced && time.Since(start) > timeout {
 			fmt.Fprintf(a.stderr, "timeout: stopping the running jobs of %d worker(s); they will be retried\n", alive)
@@ -439,7 +472,25 @@ func (a *app) stopWorkers(ctx context.Context, st queue.Store, timeout time.Dura
 		case <-time.After(25 * time.Millisecond):
 		}
 	}
-	fmt.Fprintf(a.stdout, "stopped %d worker(s)\n", len(local))
+	fmt.Fprintf(a.stdout, "stopped %d worker(s)\n", asked)
+	return nil
+}
+
+// dropUnregistered removes from ids the workers no longer registered.
+func (a *app) dropUnregistered(ctx context.Context, st queue.Store, ids map[string]bool) error {
+	ws, err := st.ListWorkers(ctx)
+	if err != nil {
+		return err
+	}
+	still := map[string]bool{}
+	for _, w := range ws {
+		still[w.ID] = true
+	}
+	for id := range ids {
+		if !still[id] {
+			delete(ids, id)
+		}
+	}
 	return nil
 }
 
