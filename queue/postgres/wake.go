@@ -189,3 +189,13 @@ func (w *waker) close() {
 	w.startMu.Unlock()
 	w.wg.Wait()
 }
+
+// Wakeups implements queue.Store. The first call opens the listening
+// connection.
+func (s *Store) Wakeups(ctx context.Context) (<-chan struct{}, error) {
+	c, err := s.wake.subscribe(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("wakeups: %w", err)
+	}
+	return c, nil
+}

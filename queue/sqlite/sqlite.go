@@ -30,15 +30,9 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"embed"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
-	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,9 +41,6 @@ import (
 	sqlite3 "github.com/mattn/go-sqlite3"
 	"github.com/queuectl/queuectl/queue"
 )
-
-//go:embed migrations/*.sql
-var migrationFS embed.FS
 
 var _ queue.Store = (*Store)(nil)
 
@@ -65,159 +56,6 @@ type Store struct {
 	closed     bool
 
 	wake *waker
-}
-
-// Open opens (creating if needed) the database at path and applies
-// migrations. It refuses files that are not SQLite databases and databases
-// whose schema is newer than this binary, without changing them.
-func Open(ctx context.Context, path string) (*Store, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	if err := checkFile(abs); err != nil {
-		return nil, err
-	}
-	// The writer waits for the lock in write, not in SQLite's busy handler.
-	writeDB := sql.OpenDB(connector{dsn: dsn(abs, false), drv: &sqlite3.SQLiteDriver{
-		ConnectHook: func(c *sqlite3.SQLiteConn) error {
-			_, err := c.Exec("PRAGMA busy_timeout = 0; PRAGMA mmap_size = 268435456", nil)
-			return err
-		},
-	}})
-	writeDB.SetMaxOpenConns(1)
-	writeDB.SetMaxIdleConns(1)
-	writeDB.SetConnMaxLifetime(0)
-	writeDB.SetConnMaxIdleTime(0)
-	s := &Store{path: abs, writeDB: writeDB, stmts: map[string]*sql.Stmt{}}
-	if err := s.migrate(ctx); err != nil {
-		writeDB.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	s.readDB, err = sql.Open("sqlite3", dsn(abs, true))
-	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	s.readDB.SetMaxOpenConns(4)
-	s.readDB.SetMaxIdleConns(4)
-	s.wake = newWaker(abs + "-wake")
-	return s, nil
-}
-
-// checkFile gives clear errors for a missing or unwritable directory and
-// for a file that is not SQLite, before SQLite touches anything.
-func checkFile(path string) error {
-	dir := filepath.Dir(path)
-	st, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("open %s: directory %s: %w", path, dir, err)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("open %s: %s is not a directory", path, dir)
-	}
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		// A new database: the directory must be writable (SQLite also needs
-		// it for the WAL and shared-memory files).
-		probe, err := os.CreateTemp(dir, ".queuectl-probe-*")
-		if err != nil {
-			return fmt.Errorf("open %s: directory %s is not writable: %w", path, dir, err)
-		}
-		probe.Close()
-		os.Remove(probe.Name())
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
-	}
-	defer f.Close()
-	header := make([]byte, 16)
-	n, _ := f.Read(header)
-	if n == 0 {
-		return nil // empty file: SQLite treats it as a new database
-	}
-	if n < 16 || string(header) != "SQLite format 3\x00" {
-		return fmt.Errorf("open %s: not a SQLite database", path)
-	}
-	return nil
-}
-
-func dsn(path string, readOnly bool) string {
-	q := url.Values{}
-	q.Set("_busy_timeout", "5000")
-	q.Set("_journal_mode", "WAL")
-	q.Set("_synchronous", "NORMAL")
-	q.Set("_foreign_keys", "1")
-	q.Set("_txlock", "immediate")
-	q.Set("_cache_size", "-16000")
-	if readOnly {
-		q.Set("_query_only", "1")
-	}
-	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
-}
-
-// migrate applies the embedded migrations in order, each in its own
-// immediate transaction that re-reads the version, so concurrent openers
-// agree.
-func (s *Store) migrate(ctx context.Context) error {
-	names, err := migrationFS.ReadDir("migrations")
-	if err != nil {
-		return err
-	}
-	sort.Slice(names, func(i, j int) bool { return names[i].Name() < names[j].Name() })
-	latest := len(names)
-	var version int
-	if err := s.writeDB.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return describe(err)
-	}
-	if version > latest {
-		return fmt.Errorf("%w (schema version %d, this binary knows %d): upgrade queuectl", queue.ErrSchemaNewer, version, latest)
-	}
-	for i := version; i < latest; i++ {
-		body, err := migrationFS.ReadFile("migrations/" + names[i].Name())
-		if err != nil {
-			return err
-		}
-		err = s.write(ctx, true, func(tx *sql.Tx) error {
-			var v int
-			if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-				return err
-			}
-			if v > i {
-				return nil // another process applied it
-			}
-			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-				return fmt.Errorf("migration %s: %w", names[i].Name(), err)
-			}
-			_, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(i+1))
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-	}
-	return nil
-}
-
-// Close releases the connections and the wake-up watcher.
-func (s *Store) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var errs []error
-	for _, st := range s.stmts {
-		st.Close()
-	}
-	s.stmts = map[string]*sql.Stmt{}
-	if s.wake != nil {
-		s.wake.close()
-	}
-	s.closed = true
-	if s.readDB != nil {
-		errs = append(errs, s.readDB.Close())
-	}
-	errs = append(errs, s.writeDB.Close())
-	return errors.Join(errs...)
 }
 
 // busyWait bounds how long a write waits for other processes' write locks.

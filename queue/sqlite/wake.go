@@ -112,3 +112,8 @@ func (w *waker) close() {
 		w.watch.close()
 	}
 }
+
+// Wakeups implements queue.Store.
+func (s *Store) Wakeups(ctx context.Context) (<-chan struct{}, error) {
+	return s.wake.subscribe(ctx)
+}

@@ -1,0 +1,226 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/queuectl/queuectl/queue"
+)
+
+// RetryJobs implements queue.Store. It changes all named jobs or none: the
+// rows are locked (in id order, so concurrent retries cannot deadlock),
+// checked in the order given, then moved together.
+func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, error) {
+	var moved []string
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		moved = nil
+		ids := append([]string(nil), p.IDs...)
+		if p.AllDead {
+			rows, err := tx.Query(ctx, `SELECT id FROM jobs WHERE state = 'dead' ORDER BY created_at, seq`)
+			if err != nil {
+				return err
+			}
+			dead, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return err
+			}
+			ids = append(ids, dead...)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		rows, err := tx.Query(ctx, `SELECT id, state FROM jobs WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+		if err != nil {
+			return err
+		}
+		states := map[string]string{}
+		var id, state string
+		_, err = pgx.ForEachRow(rows, []any{&id, &state}, func() error {
+			states[id] = state
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			state, ok := states[id]
+			if !ok {
+				return fmt.Errorf("job %q: %w", id, queue.ErrNotFound)
+			}
+			if state != string(queue.StateFailed) && state != string(queue.StateDead) {
+				return fmt.Errorf("job %q is %s: %w (only failed or dead jobs can be retried)", id, state, queue.ErrConflict)
+			}
+			states[id] = string(queue.StatePending)
+			moved = append(moved, id)
+		}
+		// A dead job starts over with its attempts reset; a failed one just
+		// skips the rest of its backoff.
+		_, err = tx.Exec(ctx, `UPDATE jobs SET state = 'pending', run_at = $1, updated_at = $1,
+			attempts = CASE state WHEN 'dead' THEN 0 ELSE attempts END WHERE id = ANY($2)`, p.Now, moved)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, notifySQL, s.channel)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("retry jobs: %w", err)
+	}
+	if len(moved) > 0 {
+		s.wake.broadcast()
+	}
+	return moved, nil
+}
+
+// CancelJob implements queue.Store.
+func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (queue.State, error) {
+	var was queue.State
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var state string
+		err := tx.QueryRow(ctx, `SELECT state FROM jobs WHERE id = $1 FOR UPDATE`, id).Scan(&state)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("job %q: %w", id, queue.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		was = queue.State(state)
+		switch was {
+		case queue.StatePending, queue.StateFailed:
+			_, err = tx.Exec(ctx, `UPDATE jobs SET state = 'cancelled', error = 'cancelled by user',
+				updated_at = $1 WHERE id = $2`, now, id)
+		case queue.StateProcessing:
+			if _, err = tx.Exec(ctx, `UPDATE jobs SET cancel_requested = true, updated_at = $1 WHERE id = $2`, now, id); err == nil {
+				_, err = tx.Exec(ctx, notifySQL, s.channel)
+			}
+		default:
+			err = fmt.Errorf("job %q is %s: %w (only pending, failed or processing jobs can be cancelled)", id, state, queue.ErrConflict)
+		}
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("cancel job: %w", err)
+	}
+	if was == queue.StateProcessing {
+		s.wake.broadcast()
+	}
+	return was, nil
+}
+
+// DeleteJobs implements queue.Store. History goes with its job (ON DELETE
+// CASCADE).
+func (s *Store) DeleteJobs(ctx context.Context, p queue.DeleteParams) (int, error) {
+	states := p.States
+	if len(states) == 0 {
+		states = []queue.State{queue.StateCompleted, queue.StateDead, queue.StateCancelled}
+	}
+	for _, st := range states {
+		if !st.Finished() {
+			return 0, fmt.Errorf("delete jobs: %w: state %s is not finished (allowed: completed, dead, cancelled)", queue.ErrInvalid, st)
+		}
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM jobs WHERE updated_at < $1 AND state = ANY($2)`, p.Before, stateStrings(states))
+	if err != nil {
+		return 0, fmt.Errorf("delete jobs: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// RegisterWorker implements queue.Store (an upsert).
+func (s *Store) RegisterWorker(ctx context.Context, w *queue.WorkerInfo) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO workers (id, pid, host, boot_id, proc_start, queues, started_at, heartbeat_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`,
+		w.ID, w.PID, w.Host, w.BootID, int64(w.ProcStart), w.Queues, w.StartedAt, w.HeartbeatAt)
+	if err != nil {
+		return fmt.Errorf("register worker: %w", err)
+	}
+	return nil
+}
+
+// UnregisterWorker implements queue.Store.
+func (s *Store) UnregisterWorker(ctx context.Context, id string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM workers WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("unregister worker: %w", err)
+	}
+	return nil
+}
+
+// ListWorkers implements queue.Store.
+func (s *Store) ListWorkers(ctx context.Context) ([]*queue.WorkerInfo, error) {
+	rows, err := s.pool.Query(ctx, `SELECT w.id, w.pid, w.host, w.boot_id, w.proc_start, w.queues, w.started_at,
+		w.heartbeat_at, w.stop_requested,
+		(SELECT array_agg(j.id ORDER BY j.seq) FROM jobs j WHERE j.worker = w.id AND j.state = 'processing')
+		FROM workers w ORDER BY w.started_at, w.id`)
+	if err != nil {
+		return nil, fmt.Errorf("list workers: %w", err)
+	}
+	defer rows.Close()
+	var out []*queue.WorkerInfo
+	for rows.Next() {
+		var w queue.WorkerInfo
+		var start int64
+		var started, hb time.Time
+		if err := rows.Scan(&w.ID, &w.PID, &w.Host, &w.BootID, &start, &w.Queues, &started, &hb, &w.StopRequested,
+			&w.CurrentJobs); err != nil {
+			return nil, fmt.Errorf("list workers: %w", err)
+		}
+		w.ProcStart = uint64(start)
+		w.StartedAt, w.HeartbeatAt = started.UTC(), hb.UTC()
+		out = append(out, &w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list workers: %w", err)
+	}
+	return out, nil
+}
+
+// RequestStop implements queue.Store.
+func (s *Store) RequestStop(ctx context.Context, ids []string) error {
+	query, args := `UPDATE workers SET stop_requested = true`, []any{s.channel}
+	if len(ids) > 0 {
+		query += ` WHERE id = ANY($2)`
+		args = append(args, ids)
+	}
+	// One statement: the update and the wake-up commit together.
+	_, err := s.pool.Exec(ctx, `WITH u AS (`+query+` RETURNING 1) SELECT pg_notify($1, '')`, args...)
+	if err != nil {
+		return fmt.Errorf("request stop: %w", err)
+	}
+	s.wake.broadcast()
+	return nil
+}
+
+// GetConfig implements queue.Store.
+func (s *Store) GetConfig(ctx context.Context) (map[string]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT key, value FROM config`)
+	if err != nil {
+		return nil, fmt.Errorf("get config: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("get config: %w", err)
+		}
+		out[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("get config: %w", err)
+	}
+	return out, nil
+}
+
+// SetConfig implements queue.Store.
+func (s *Store) SetConfig(ctx context.Context, key, value string) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO config (key, value) VALUES ($1, $2)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+	if err != nil {
+		return fmt.Errorf("set config: %w", err)
+	}
+	return nil
+}

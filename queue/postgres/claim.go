@@ -1,0 +1,112 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+// claimSQL returns the claim statement. The CTE walks jobs_claim (one
+// queue: jobs_claim_queue) in claim order, skipping rows another claimer
+// has locked; the UPDATE takes them in the same statement. The limit is
+// written into the text, so that even a generic plan of the prepared
+// statement knows how few rows the CTE yields and joins them through the
+// primary key (with LIMIT $n it may plan to hash the whole table). Its
+// parameters: $1 now, $2 worker, $3 lease until, then $4 the queue (one)
+// or the queues (several).
+func claimSQL(queues []string, limit int) string {
+	filter := ""
+	switch {
+	case len(queues) == 1:
+		filter = " AND queue = $4"
+	case len(queues) > 1:
+		filter = " AND queue = ANY($4)"
+	}
+	return `WITH c AS (
+		SELECT id FROM jobs
+		WHERE state IN ('pending', 'failed') AND run_at <= $1` + filter + `
+		ORDER BY priority DESC, run_at, created_at, seq
+		LIMIT ` + strconv.Itoa(limit) + `
+		FOR UPDATE SKIP LOCKED)
+	UPDATE jobs j SET state = 'processing', attempts = j.attempts + 1, worker = $2, started_at = $1,
+		finished_at = NULL, lease_until = $3, updated_at = $1,
+		cancel_requested = false
+	FROM c WHERE j.id = c.id
+	RETURNING ` + jobColumns("j.") + `, j.seq`
+}
+
+func claimArgs(p queue.ClaimParams) []any {
+	args := []any{p.Now, p.Worker, p.LeaseUntil}
+	switch {
+	case len(p.Queues) == 1:
+		args = append(args, p.Queues[0])
+	case len(p.Queues) > 1:
+		args = append(args, p.Queues)
+	}
+	return args
+}
+
+// ClaimJobs implements queue.Store.
+func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, claimSQL(p.Queues, p.Limit), claimArgs(p)...)
+	if err != nil {
+		return nil, fmt.Errorf("claim jobs: %w", err)
+	}
+	defer rows.Close()
+	type claimed struct {
+		job *queue.Job
+		seq int64
+	}
+	var got []claimed
+	for rows.Next() {
+		var c claimed
+		if c.job, err = scanJob(rows, &c.seq); err != nil {
+			return nil, fmt.Errorf("claim jobs: %w", err)
+		}
+		got = append(got, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim jobs: %w", err)
+	}
+	// RETURNING does not keep the CTE's order.
+	sort.Slice(got, func(a, b int) bool {
+		x, y := got[a].job, got[b].job
+		if x.Priority != y.Priority {
+			return x.Priority > y.Priority
+		}
+		if !x.RunAt.Equal(y.RunAt) {
+			return x.RunAt.Before(y.RunAt)
+		}
+		if !x.CreatedAt.Equal(y.CreatedAt) {
+			return x.CreatedAt.Before(y.CreatedAt)
+		}
+		return got[a].seq < got[b].seq
+	})
+	jobs := make([]*queue.Job, len(got))
+	for i, c := range got {
+		jobs[i] = c.job
+	}
+	return jobs, nil
+}
+
+// NextRunAt implements queue.Store.
+func (s *Store) NextRunAt(ctx context.Context, queues []string) (time.Time, error) {
+	query := `SELECT min(run_at) FROM jobs WHERE state IN ('pending', 'failed')`
+	var args []any
+	if len(queues) > 0 {
+		query += ` AND queue = ANY($1)`
+		args = append(args, queues)
+	}
+	var next *time.Time
+	if err := s.pool.QueryRow(ctx, query, args...).Scan(&next); err != nil {
+		return time.Time{}, fmt.Errorf("next run time: %w", err)
+	}
+	return utc(next), nil
+}

@@ -1,0 +1,73 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/queuectl/queuectl/queue"
+)
+
+// finishJob updates the job if the claim still holds and, only then, writes
+// the history row: one statement per finish.
+const finishJob = `WITH u AS (
+		UPDATE jobs SET
+			state = CASE WHEN cancel_requested AND $1::text IN ('failed', 'pending') THEN 'cancelled' ELSE $1::text END,
+			attempts = $2, run_at = $3, finished_at = $4, exit_code = $5,
+			error = CASE WHEN cancel_requested AND $1::text IN ('failed', 'pending') THEN 'cancelled by user' ELSE $6::text END,
+			updated_at = $7, lease_until = NULL, cancel_requested = false
+		WHERE id = $8 AND worker = $9 AND attempts = $10 AND state = 'processing'
+			AND ($21::timestamptz IS NULL OR lease_until <= $21::timestamptz)
+		RETURNING id)
+	INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome, worker, error,
+		output, dropped)
+	SELECT id, $11::integer, $12::timestamptz, $13::timestamptz, $14::integer, $15::text, $16::text, $17::text,
+		$18::text, $19::bytea, $20::bigint
+	FROM u`
+
+// FinishJobs implements queue.Store.
+func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, error) {
+	applied := make([]bool, len(fs))
+	if len(fs) == 0 {
+		return applied, nil
+	}
+	runnable := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		runnable = false
+		b := &pgx.Batch{}
+		for _, f := range fs {
+			r := f.Record
+			b.Queue(finishJob, string(f.State), f.Attempts, f.RunAt, r.FinishedAt, f.ExitCode, nullString(f.Error),
+				f.Now, f.JobID, f.Worker, f.Attempt,
+				r.Number, nullTime(r.StartedAt), r.FinishedAt, r.ExitCode, nullString(r.Signal), string(r.Outcome),
+				nullString(r.Worker), nullString(r.Error), r.Output, r.Dropped, nullTime(f.LeaseExpiredBy))
+		}
+		br := tx.SendBatch(ctx, b)
+		for i, f := range fs {
+			tag, err := br.Exec()
+			if err != nil {
+				br.Close()
+				return err
+			}
+			applied[i] = tag.RowsAffected() > 0
+			if applied[i] && (f.State == queue.StatePending || f.State == queue.StateFailed) {
+				runnable = true
+			}
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		if runnable {
+			_, err := tx.Exec(ctx, notifySQL, s.channel)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("finish jobs: %w", err)
+	}
+	if runnable {
+		s.wake.broadcast()
+	}
+	return applied, nil
+}

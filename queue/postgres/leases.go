@@ -1,0 +1,82 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/queuectl/queuectl/queue"
+)
+
+// Heartbeat implements queue.Store.
+func (s *Store) Heartbeat(ctx context.Context, p queue.HeartbeatParams) (queue.HeartbeatResult, error) {
+	var res queue.HeartbeatResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		res = queue.HeartbeatResult{}
+		err := tx.QueryRow(ctx, `UPDATE workers SET heartbeat_at = $1 WHERE id = $2 RETURNING stop_requested`,
+			p.Now, p.Worker).Scan(&res.StopRequested)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return queue.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if len(p.Jobs) == 0 {
+			return nil
+		}
+		// An expired lease is not renewed: a rescuer may have taken the
+		// job, and the worker must stop it (it is reported lost).
+		rows, err := tx.Query(ctx, `UPDATE jobs SET lease_until = $1
+			WHERE id = ANY($2) AND worker = $3 AND state = 'processing' AND lease_until > $4
+			RETURNING id, cancel_requested`, p.LeaseUntil, p.Jobs, p.Worker, p.Now)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		held := map[string]bool{}
+		cancel := map[string]bool{}
+		for rows.Next() {
+			var id string
+			var c bool
+			if err := rows.Scan(&id, &c); err != nil {
+				return err
+			}
+			held[id], cancel[id] = true, c
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, id := range p.Jobs {
+			if !held[id] {
+				res.Lost = append(res.Lost, id)
+			} else if cancel[id] {
+				res.Cancel = append(res.Cancel, id)
+				cancel[id] = false // once, even if listed twice
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, queue.ErrNotFound) {
+		return res, fmt.Errorf("heartbeat: worker %s: %w", p.Worker, queue.ErrNotFound)
+	}
+	if err != nil {
+		return res, fmt.Errorf("heartbeat: %w", err)
+	}
+	return res, nil
+}
+
+// RescueCandidates implements queue.Store.
+func (s *Store) RescueCandidates(ctx context.Context, p queue.RescueParams) ([]*queue.Job, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+allJobColumns+` FROM jobs
+		WHERE state = 'processing' AND (lease_until <= $1 OR worker IN (SELECT id FROM workers WHERE host = $2))
+		ORDER BY seq`, p.Now, p.Host)
+	if err != nil {
+		return nil, fmt.Errorf("rescue candidates: %w", err)
+	}
+	jobs, err := scanJobs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("rescue candidates: %w", err)
+	}
+	return jobs, nil
+}

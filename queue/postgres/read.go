@@ -1,0 +1,232 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/queuectl/queuectl/queue"
+)
+
+var jobColumnNames = []string{"id", "queue", "command", "state", "priority", "attempts", "max_retries", "timeout_us",
+	"backoff_base", "max_backoff_us", "run_at", "created_at", "updated_at", "started_at", "finished_at", "exit_code",
+	"error", "worker", "lease_until", "cancel_requested", "env", "dir", "template", "scheduled_at"}
+
+// jobColumns lists the job columns, each prefixed with p ("j." or "").
+func jobColumns(p string) string {
+	return p + strings.Join(jobColumnNames, ", "+p)
+}
+
+var allJobColumns = jobColumns("")
+
+// scanJob reads the columns of jobColumns, then extra.
+func scanJob(row pgx.Row, extra ...any) (*queue.Job, error) {
+	var (
+		j                                              queue.Job
+		state                                          string
+		timeoutUS, maxBackoffUS                        int64
+		runAt, createdAt, updatedAt                    time.Time
+		startedAt, finishedAt, leaseUntil, scheduledAt *time.Time
+		errText, worker, dir, template                 *string
+		env                                            []byte
+	)
+	dest := []any{&j.ID, &j.Queue, &j.Command, &state, &j.Priority, &j.Attempts, &j.MaxRetries, &timeoutUS,
+		&j.BackoffBase, &maxBackoffUS, &runAt, &createdAt, &updatedAt, &startedAt, &finishedAt, &j.ExitCode,
+		&errText, &worker, &leaseUntil, &j.CancelRequested, &env, &dir, &template, &scheduledAt}
+	if err := row.Scan(append(dest, extra...)...); err != nil {
+		return nil, err
+	}
+	j.State = queue.State(state)
+	j.Timeout = time.Duration(timeoutUS) * time.Microsecond
+	j.MaxBackoff = time.Duration(maxBackoffUS) * time.Microsecond
+	j.RunAt, j.CreatedAt, j.UpdatedAt = runAt.UTC(), createdAt.UTC(), updatedAt.UTC()
+	j.StartedAt, j.FinishedAt, j.LeaseUntil = utc(startedAt), utc(finishedAt), utc(leaseUntil)
+	j.ScheduledAt = utc(scheduledAt)
+	j.Error, j.Worker, j.Dir, j.Template = str(errText), str(worker), str(dir), str(template)
+	if len(env) > 0 {
+		if err := json.Unmarshal(env, &j.Env); err != nil {
+			return nil, fmt.Errorf("job %s: env: %w", j.ID, err)
+		}
+	}
+	return &j, nil
+}
+
+func scanJobs(rows pgx.Rows) ([]*queue.Job, error) {
+	defer rows.Close()
+	var out []*queue.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// GetJob implements queue.Store.
+func (s *Store) GetJob(ctx context.Context, id string) (*queue.Job, error) {
+	j, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+allJobColumns+` FROM jobs WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("job %q: %w", id, queue.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get job: %w", err)
+	}
+	return j, nil
+}
+
+// ListJobs implements queue.Store. Jobs created at the same instant are
+// listed in reverse insertion order.
+func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) ([]*queue.Job, error) {
+	var where []string
+	var args []any
+	if len(p.States) > 0 {
+		args = append(args, stateStrings(p.States))
+		where = append(where, fmt.Sprintf("state = ANY($%d)", len(args)))
+	}
+	if p.Queue != "" {
+		args = append(args, p.Queue)
+		where = append(where, fmt.Sprintf("queue = $%d", len(args)))
+	}
+	query := `SELECT ` + allJobColumns + ` FROM jobs`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += " ORDER BY created_at DESC, seq DESC"
+	if p.Limit > 0 {
+		args = append(args, p.Limit)
+		query += fmt.Sprintf(" LIMIT $%d", len(args))
+	}
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	jobs, err := scanJobs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+const attemptColumns = `job_id, number, started_at, finished_at, exit_code, signal, outcome, worker, error, dropped`
+
+func scanAttempt(row pgx.Row, withOutput bool) (*queue.Attempt, error) {
+	var (
+		a                       queue.Attempt
+		started                 *time.Time
+		finished                time.Time
+		signal, worker, errText *string
+		outcome                 string
+	)
+	dest := []any{&a.JobID, &a.Number, &started, &finished, &a.ExitCode, &signal, &outcome, &worker, &errText, &a.Dropped}
+	if withOutput {
+		dest = append(dest, &a.Output)
+	}
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	a.StartedAt, a.FinishedAt = utc(started), finished.UTC()
+	a.Signal, a.Worker, a.Error, a.Outcome = str(signal), str(worker), str(errText), queue.Outcome(outcome)
+	return &a, nil
+}
+
+// Attempts implements queue.Store.
+func (s *Store) Attempts(ctx context.Context, jobID string) ([]*queue.Attempt, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+attemptColumns+` FROM attempts WHERE job_id = $1 ORDER BY seq`, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("attempts: %w", err)
+	}
+	defer rows.Close()
+	var out []*queue.Attempt
+	for rows.Next() {
+		a, err := scanAttempt(rows, false)
+		if err != nil {
+			return nil, fmt.Errorf("attempts: %w", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("attempts: %w", err)
+	}
+	return out, nil
+}
+
+// Output implements queue.Store.
+func (s *Store) Output(ctx context.Context, jobID string, number int) (*queue.Attempt, error) {
+	query := `SELECT ` + attemptColumns + `, output FROM attempts WHERE job_id = $1`
+	args := []any{jobID}
+	if number > 0 {
+		query += ` AND number = $2`
+		args = append(args, number)
+	}
+	query += ` ORDER BY seq DESC LIMIT 1`
+	a, err := scanAttempt(s.pool.QueryRow(ctx, query, args...), true)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if _, gerr := s.GetJob(ctx, jobID); gerr != nil {
+			return nil, gerr
+		}
+		if number > 0 {
+			return nil, fmt.Errorf("job %q attempt %d: %w", jobID, number, queue.ErrNotFound)
+		}
+		return nil, fmt.Errorf("job %q has no finished attempt yet: %w", jobID, queue.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("output: %w", err)
+	}
+	return a, nil
+}
+
+// CountJobs implements queue.Store.
+func (s *Store) CountJobs(ctx context.Context) ([]queue.Count, error) {
+	rows, err := s.pool.Query(ctx, `SELECT queue, state, count(*) FROM jobs GROUP BY queue, state ORDER BY queue, state`)
+	if err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []queue.Count
+	for rows.Next() {
+		var c queue.Count
+		var st string
+		if err := rows.Scan(&c.Queue, &st, &c.N); err != nil {
+			return nil, fmt.Errorf("count jobs: %w", err)
+		}
+		c.State = queue.State(st)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	return out, nil
+}
+
+// AttemptStats implements queue.Store.
+func (s *Store) AttemptStats(ctx context.Context, since time.Time) ([]queue.AttemptStat, error) {
+	rows, err := s.pool.Query(ctx, `SELECT a.job_id, j.queue, a.outcome, coalesce(a.started_at, a.finished_at), a.finished_at
+		FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE a.finished_at >= $1 ORDER BY a.finished_at, a.seq`, since)
+	if err != nil {
+		return nil, fmt.Errorf("attempt stats: %w", err)
+	}
+	defer rows.Close()
+	var out []queue.AttemptStat
+	for rows.Next() {
+		var a queue.AttemptStat
+		var outcome string
+		var started, finished time.Time
+		if err := rows.Scan(&a.JobID, &a.Queue, &outcome, &started, &finished); err != nil {
+			return nil, fmt.Errorf("attempt stats: %w", err)
+		}
+		a.Outcome = queue.Outcome(outcome)
+		a.Duration = finished.Sub(started)
+		a.FinishedAt = finished.UTC()
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("attempt stats: %w", err)
+	}
+	return out, nil
+}

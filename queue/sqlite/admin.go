@@ -1,0 +1,230 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+// RetryJobs implements queue.Store. It changes all named jobs or none.
+func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, error) {
+	var moved []string
+	err := s.write(ctx, true, func(tx *sql.Tx) error {
+		moved = nil
+		ids := p.IDs
+		if p.AllDead {
+			rows, err := tx.QueryContext(ctx, `SELECT id FROM jobs WHERE state = 'dead' ORDER BY created_at`)
+			if err != nil {
+				return err
+			}
+			dead, err := scanColumn[string](rows)
+			if err != nil {
+				return err
+			}
+			ids = append(ids, dead...)
+		}
+		for _, id := range ids {
+			var state string
+			err := tx.QueryRowContext(ctx, `SELECT state FROM jobs WHERE id = ?`, id).Scan(&state)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("job %q: %w", id, queue.ErrNotFound)
+			}
+			if err != nil {
+				return err
+			}
+			if state != string(queue.StateFailed) && state != string(queue.StateDead) {
+				return fmt.Errorf("job %q is %s: %w (only failed or dead jobs can be retried)", id, state, queue.ErrConflict)
+			}
+			// A dead job starts over with its attempts reset; a failed one
+			// just skips the rest of its backoff.
+			_, err = tx.ExecContext(ctx, `UPDATE jobs SET state = 'pending', run_at = ?, updated_at = ?,
+				attempts = CASE state WHEN 'dead' THEN 0 ELSE attempts END WHERE id = ?`, toUS(p.Now), toUS(p.Now), id)
+			if err != nil {
+				return err
+			}
+			moved = append(moved, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("retry jobs: %w", err)
+	}
+	if len(moved) > 0 {
+		s.wake.notify()
+	}
+	return moved, nil
+}
+
+// CancelJob implements queue.Store.
+func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (queue.State, error) {
+	var was queue.State
+	err := s.write(ctx, true, func(tx *sql.Tx) error {
+		var state string
+		err := tx.QueryRowContext(ctx, `SELECT state FROM jobs WHERE id = ?`, id).Scan(&state)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("job %q: %w", id, queue.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		was = queue.State(state)
+		switch was {
+		case queue.StatePending, queue.StateFailed:
+			_, err = tx.ExecContext(ctx, `UPDATE jobs SET state = 'cancelled', error = 'cancelled by user',
+				updated_at = ? WHERE id = ?`, toUS(now), id)
+		case queue.StateProcessing:
+			_, err = tx.ExecContext(ctx, `UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?`, toUS(now), id)
+		default:
+			err = fmt.Errorf("job %q is %s: %w (only pending, failed or processing jobs can be cancelled)", id, state, queue.ErrConflict)
+		}
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("cancel job: %w", err)
+	}
+	if was == queue.StateProcessing {
+		s.wake.notify()
+	}
+	return was, nil
+}
+
+// DeleteJobs implements queue.Store.
+func (s *Store) DeleteJobs(ctx context.Context, p queue.DeleteParams) (int, error) {
+	states := p.States
+	if len(states) == 0 {
+		states = []queue.State{queue.StateCompleted, queue.StateDead, queue.StateCancelled}
+	}
+	args := []any{toUS(p.Before)}
+	for _, st := range states {
+		if !st.Finished() {
+			return 0, fmt.Errorf("delete jobs: %w: state %s is not finished (allowed: completed, dead, cancelled)", queue.ErrInvalid, st)
+		}
+		args = append(args, string(st))
+	}
+	var n int64
+	err := s.write(ctx, true, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE updated_at < ? AND state IN (`+placeholders(len(states))+`)`, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete jobs: %w", err)
+	}
+	return int(n), nil
+}
+
+// RegisterWorker implements queue.Store (an upsert).
+func (s *Store) RegisterWorker(ctx context.Context, w *queue.WorkerInfo) error {
+	queues, _ := json.Marshal(w.Queues)
+	err := s.write(ctx, false, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO workers (id, pid, host, boot_id, proc_start, queues, started_at, heartbeat_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`,
+			w.ID, w.PID, w.Host, w.BootID, int64(w.ProcStart), string(queues), toUS(w.StartedAt), toUS(w.HeartbeatAt))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("register worker: %w", err)
+	}
+	return nil
+}
+
+// UnregisterWorker implements queue.Store.
+func (s *Store) UnregisterWorker(ctx context.Context, id string) error {
+	err := s.write(ctx, false, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM workers WHERE id = ?`, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("unregister worker: %w", err)
+	}
+	return nil
+}
+
+// ListWorkers implements queue.Store.
+func (s *Store) ListWorkers(ctx context.Context) ([]*queue.WorkerInfo, error) {
+	rows, err := s.readDB.QueryContext(ctx, `SELECT w.id, w.pid, w.host, w.boot_id, w.proc_start, w.queues, w.started_at,
+		w.heartbeat_at, w.stop_requested, (SELECT group_concat(j.id, char(10)) FROM jobs j WHERE j.worker = w.id AND j.state = 'processing')
+		FROM workers w ORDER BY w.started_at, w.id`)
+	if err != nil {
+		return nil, fmt.Errorf("list workers: %w", describe(err))
+	}
+	defer rows.Close()
+	var out []*queue.WorkerInfo
+	for rows.Next() {
+		var w queue.WorkerInfo
+		var queues string
+		var start, started, hb int64
+		var stop int
+		var cur sql.NullString
+		if err := rows.Scan(&w.ID, &w.PID, &w.Host, &w.BootID, &start, &queues, &started, &hb, &stop, &cur); err != nil {
+			return nil, fmt.Errorf("list workers: %w", err)
+		}
+		w.ProcStart = uint64(start)
+		_ = json.Unmarshal([]byte(queues), &w.Queues)
+		w.StartedAt, w.HeartbeatAt, w.StopRequested = fromUS(started), fromUS(hb), stop != 0
+		if cur.Valid && cur.String != "" {
+			w.CurrentJobs = strings.Split(cur.String, "\n")
+		}
+		out = append(out, &w)
+	}
+	return out, rows.Err()
+}
+
+// RequestStop implements queue.Store.
+func (s *Store) RequestStop(ctx context.Context, ids []string) error {
+	err := s.write(ctx, true, func(tx *sql.Tx) error {
+		if len(ids) == 0 {
+			_, err := tx.ExecContext(ctx, `UPDATE workers SET stop_requested = 1`)
+			return err
+		}
+		b, _ := json.Marshal(ids)
+		_, err := tx.ExecContext(ctx, `UPDATE workers SET stop_requested = 1 WHERE id IN (SELECT value FROM json_each(?))`, string(b))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("request stop: %w", err)
+	}
+	s.wake.notify()
+	return nil
+}
+
+// GetConfig implements queue.Store.
+func (s *Store) GetConfig(ctx context.Context) (map[string]string, error) {
+	rows, err := s.readDB.QueryContext(ctx, `SELECT key, value FROM config`)
+	if err != nil {
+		return nil, fmt.Errorf("get config: %w", describe(err))
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("get config: %w", err)
+		}
+		out[k] = v
+	}
+	return out, rows.Err()
+}
+
+// SetConfig implements queue.Store.
+func (s *Store) SetConfig(ctx context.Context, key, value string) error {
+	err := s.write(ctx, true, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO config (key, value) VALUES (?, ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set config: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+// finishJob records an outcome if the claim still holds. A user's cancel
+// request wins over a retry: such a job ends cancelled, whatever ended it.
+const finishJob = `UPDATE jobs SET
+	state = CASE WHEN cancel_requested = 1 AND ?1 IN ('failed', 'pending') THEN 'cancelled' ELSE ?1 END,
+	attempts = ?2, run_at = ?3, finished_at = ?4, exit_code = ?5,
+	error = CASE WHEN cancel_requested = 1 AND ?1 IN ('failed', 'pending') THEN 'cancelled by user' ELSE ?6 END,
+	updated_at = ?7, lease_until = NULL, cancel_requested = 0
+	WHERE id = ?8 AND worker = ?9 AND attempts = ?10 AND state = 'processing' AND (?11 = 0 OR lease_until <= ?11)`
+
+const insertAttempt = `INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome,
+	worker, error, output, dropped) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// FinishJobs implements queue.Store.
+func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, error) {
+	applied := make([]bool, len(fs))
+	runnable := false
+	err := s.write(ctx, false, func(tx *sql.Tx) error {
+		upd, err := s.stmt(ctx, tx, finishJob)
+		if err != nil {
+			return err
+		}
+		ins, err := s.stmt(ctx, tx, insertAttempt)
+		if err != nil {
+			return err
+		}
+		for i, f := range fs {
+			applied[i] = false
+			res, err := upd.ExecContext(ctx, string(f.State), f.Attempts, toUS(f.RunAt), toUS(f.Record.FinishedAt),
+				nullInt(f.ExitCode), nullString(f.Error), toUS(f.Now), f.JobID, f.Worker, f.Attempt, toUSOrZero(f.LeaseExpiredBy))
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				continue
+			}
+			applied[i] = true
+			r := f.Record
+			_, err = ins.ExecContext(ctx, f.JobID, r.Number, toUSNull(r.StartedAt), toUS(r.FinishedAt), nullInt(r.ExitCode),
+				nullString(r.Signal), string(r.Outcome), nullString(r.Worker), nullString(r.Error), r.Output, r.Dropped)
+			if err != nil {
+				return err
+			}
+			if f.State == queue.StatePending || f.State == queue.StateFailed {
+				runnable = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("finish jobs: %w", err)
+	}
+	if runnable {
+		s.wake.notify()
+	}
+	return applied, nil
+}

@@ -1,0 +1,242 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+const jobColumns = `id, queue, command, state, priority, attempts, max_retries, timeout_us, backoff_base,
+	max_backoff_us, run_at, created_at, updated_at, started_at, finished_at, exit_code, error, worker,
+	lease_until, cancel_requested, env, dir, template, scheduled_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanJob(row scanner) (*queue.Job, error) {
+	var (
+		j                                                        queue.Job
+		state                                                    string
+		timeoutUS, maxBackoffUS, runAt, createdAt, updatedAt     int64
+		startedAt, finishedAt, exitCode, leaseUntil, scheduledAt sql.NullInt64
+		errText, worker, env, dir, template                      sql.NullString
+		cancel                                                   int
+	)
+	err := row.Scan(&j.ID, &j.Queue, &j.Command, &state, &j.Priority, &j.Attempts, &j.MaxRetries, &timeoutUS,
+		&j.BackoffBase, &maxBackoffUS, &runAt, &createdAt, &updatedAt, &startedAt, &finishedAt, &exitCode,
+		&errText, &worker, &leaseUntil, &cancel, &env, &dir, &template, &scheduledAt)
+	if err != nil {
+		return nil, err
+	}
+	j.State = queue.State(state)
+	j.Timeout = time.Duration(timeoutUS) * time.Microsecond
+	j.MaxBackoff = time.Duration(maxBackoffUS) * time.Microsecond
+	j.RunAt, j.CreatedAt, j.UpdatedAt = fromUS(runAt), fromUS(createdAt), fromUS(updatedAt)
+	j.StartedAt, j.FinishedAt, j.LeaseUntil = fromUSNull(startedAt), fromUSNull(finishedAt), fromUSNull(leaseUntil)
+	j.ScheduledAt = fromUSNull(scheduledAt)
+	if exitCode.Valid {
+		c := int(exitCode.Int64)
+		j.ExitCode = &c
+	}
+	j.Error, j.Worker, j.Dir, j.Template = errText.String, worker.String, dir.String, template.String
+	j.CancelRequested = cancel != 0
+	if env.Valid && env.String != "" {
+		if err := json.Unmarshal([]byte(env.String), &j.Env); err != nil {
+			return nil, fmt.Errorf("job %s: env: %w", j.ID, err)
+		}
+	}
+	return &j, nil
+}
+
+// scanColumn reads the single column of every row and closes rows.
+func scanColumn[T any](rows *sql.Rows) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+func scanJobs(rows *sql.Rows) ([]*queue.Job, error) {
+	defer rows.Close()
+	var out []*queue.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// GetJob implements queue.Store.
+func (s *Store) GetJob(ctx context.Context, id string) (*queue.Job, error) {
+	j, err := scanJob(s.readDB.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("job %q: %w", id, queue.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get job: %w", describe(err))
+	}
+	return j, nil
+}
+
+// ListJobs implements queue.Store.
+func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) ([]*queue.Job, error) {
+	var where []string
+	var args []any
+	if len(p.States) > 0 {
+		where = append(where, "state IN ("+placeholders(len(p.States))+")")
+		for _, st := range p.States {
+			args = append(args, string(st))
+		}
+	}
+	if p.Queue != "" {
+		where = append(where, "queue = ?")
+		args = append(args, p.Queue)
+	}
+	query := `SELECT ` + jobColumns + ` FROM jobs`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	// Newest first: rowids grow in insertion order, and every index ends in
+	// the rowid, so no sort is needed.
+	query += " ORDER BY rowid DESC"
+	if p.Limit > 0 {
+		query += " LIMIT ?"
+		args = append(args, p.Limit)
+	}
+	rows, err := s.readDB.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", describe(err))
+	}
+	jobs, err := scanJobs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", describe(err))
+	}
+	return jobs, nil
+}
+
+const attemptColumns = `job_id, number, started_at, finished_at, exit_code, signal, outcome, worker, error, dropped`
+
+func scanAttempt(row scanner, withOutput bool) (*queue.Attempt, error) {
+	var (
+		a                       queue.Attempt
+		started, exit           sql.NullInt64
+		finished                int64
+		signal, worker, errText sql.NullString
+		outcome                 string
+	)
+	dest := []any{&a.JobID, &a.Number, &started, &finished, &exit, &signal, &outcome, &worker, &errText, &a.Dropped}
+	if withOutput {
+		dest = append(dest, &a.Output)
+	}
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	a.StartedAt, a.FinishedAt = fromUSNull(started), fromUS(finished)
+	if exit.Valid {
+		c := int(exit.Int64)
+		a.ExitCode = &c
+	}
+	a.Signal, a.Worker, a.Error, a.Outcome = signal.String, worker.String, errText.String, queue.Outcome(outcome)
+	return &a, nil
+}
+
+// Attempts implements queue.Store.
+func (s *Store) Attempts(ctx context.Context, jobID string) ([]*queue.Attempt, error) {
+	rows, err := s.readDB.QueryContext(ctx, `SELECT `+attemptColumns+` FROM attempts WHERE job_id = ? ORDER BY rowid`, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("attempts: %w", describe(err))
+	}
+	defer rows.Close()
+	var out []*queue.Attempt
+	for rows.Next() {
+		a, err := scanAttempt(rows, false)
+		if err != nil {
+			return nil, fmt.Errorf("attempts: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// Output implements queue.Store.
+func (s *Store) Output(ctx context.Context, jobID string, number int) (*queue.Attempt, error) {
+	query := `SELECT ` + attemptColumns + `, output FROM attempts WHERE job_id = ?`
+	args := []any{jobID}
+	if number > 0 {
+		query += ` AND number = ?`
+		args = append(args, number)
+	}
+	query += ` ORDER BY rowid DESC LIMIT 1`
+	a, err := scanAttempt(s.readDB.QueryRowContext(ctx, query, args...), true)
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, gerr := s.GetJob(ctx, jobID); gerr != nil {
+			return nil, gerr
+		}
+		if number > 0 {
+			return nil, fmt.Errorf("job %q attempt %d: %w", jobID, number, queue.ErrNotFound)
+		}
+		return nil, fmt.Errorf("job %q has no finished attempt yet: %w", jobID, queue.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("output: %w", describe(err))
+	}
+	return a, nil
+}
+
+// CountJobs implements queue.Store.
+func (s *Store) CountJobs(ctx context.Context) ([]queue.Count, error) {
+	rows, err := s.readDB.QueryContext(ctx, `SELECT queue, state, count(*) FROM jobs GROUP BY queue, state ORDER BY queue, state`)
+	if err != nil {
+		return nil, fmt.Errorf("count jobs: %w", describe(err))
+	}
+	defer rows.Close()
+	var out []queue.Count
+	for rows.Next() {
+		var c queue.Count
+		var st string
+		if err := rows.Scan(&c.Queue, &st, &c.N); err != nil {
+			return nil, fmt.Errorf("count jobs: %w", err)
+		}
+		c.State = queue.State(st)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// AttemptStats implements queue.Store.
+func (s *Store) AttemptStats(ctx context.Context, since time.Time) ([]queue.AttemptStat, error) {
+	rows, err := s.readDB.QueryContext(ctx, `SELECT a.job_id, j.queue, a.outcome, coalesce(a.started_at, a.finished_at), a.finished_at
+		FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE a.finished_at >= ? ORDER BY a.finished_at`, toUS(since))
+	if err != nil {
+		return nil, fmt.Errorf("attempt stats: %w", describe(err))
+	}
+	defer rows.Close()
+	var out []queue.AttemptStat
+	for rows.Next() {
+		var a queue.AttemptStat
+		var outcome string
+		var started, finished int64
+		if err := rows.Scan(&a.JobID, &a.Queue, &outcome, &started, &finished); err != nil {
+			return nil, fmt.Errorf("attempt stats: %w", err)
+		}
+		a.Outcome = queue.Outcome(outcome)
+		a.Duration = time.Duration(finished-started) * time.Microsecond
+		a.FinishedAt = fromUS(finished)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
