@@ -1,0 +1,90 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+func testLeaseRescue(t *testing.T, open Opener) {
+	s := open(t)
+	insert(t, s, job(t, "a", nil))
+	j := claim(t, s, "gone-worker", 1, t0)[0] // lease until t0+30s
+	p := queue.RescueParams{Now: t0.Add(29 * time.Second), Host: "other-host"}
+	if c, err := s.RescueCandidates(ctx(t), p); err != nil || len(c) != 0 {
+		t.Fatalf("lease still valid: candidates %v err %v", ids(c), err)
+	}
+	p.Now = t0.Add(31 * time.Second)
+	c, err := s.RescueCandidates(ctx(t), p)
+	if err != nil || !equal(ids(c), []string{"a"}) {
+		t.Fatalf("expired lease: candidates %v err %v", ids(c), err)
+	}
+	f := finish(t, s, c[0], j.Worker, queue.End{Outcome: queue.OutcomeLost, Error: "worker lost", Started: t0, Finished: p.Now}, p.Now)
+	if f.State != queue.StateFailed {
+		t.Fatalf("a lost attempt with retries left goes to failed, got %s", f.State)
+	}
+	got := get(t, s, "a")
+	hist, _ := s.Attempts(ctx(t), "a")
+	if got.State != queue.StateFailed || len(hist) != 1 || hist[0].Outcome != queue.OutcomeLost {
+		t.Fatalf("rescued job %+v history %+v", got, hist)
+	}
+}
+
+func testHeartbeat(t *testing.T, open Opener) {
+	s := open(t)
+	w := &queue.WorkerInfo{ID: "w", PID: 1, Host: "h", StartedAt: t0, HeartbeatAt: t0}
+	if err := s.RegisterWorker(ctx(t), w); err != nil {
+		t.Fatal(err)
+	}
+	insert(t, s, job(t, "a", nil), job(t, "b", nil))
+	claim(t, s, "w", 2, t0)
+	if _, err := s.CancelJob(ctx(t), "b", t0); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Heartbeat(ctx(t), queue.HeartbeatParams{Worker: "w", Jobs: []string{"a", "b", "ghost"}, Now: t0.Add(20 * time.Second), LeaseUntil: t0.Add(50 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equal(res.Lost, []string{"ghost"}) || !equal(res.Cancel, []string{"b"}) || res.StopRequested {
+		t.Fatalf("heartbeat result: %+v", res)
+	}
+	if got := get(t, s, "a"); !got.LeaseUntil.Equal(t0.Add(50 * time.Second)) {
+		t.Fatalf("lease not renewed: %v", got.LeaseUntil)
+	}
+	if err := s.RequestStop(ctx(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := s.Heartbeat(ctx(t), queue.HeartbeatParams{Worker: "w", Now: t0, LeaseUntil: t0}); !res.StopRequested {
+		t.Fatal("stop request not reported")
+	}
+	if _, err := s.Heartbeat(ctx(t), queue.HeartbeatParams{Worker: "unknown", Now: t0}); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("heartbeat of unregistered worker: want ErrNotFound, got %v", err)
+	}
+}
+
+func testExpiredLeaseIsNotRenewed(t *testing.T, open Opener) {
+	s := open(t)
+	if err := s.RegisterWorker(ctx(t), &queue.WorkerInfo{ID: "slow", Host: "h", StartedAt: t0, HeartbeatAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	insert(t, s, job(t, "a", nil), job(t, "b", nil))
+	claim(t, s, "slow", 2, t0) // leases until t0+30s
+	late := t0.Add(31 * time.Second)
+	res, err := s.Heartbeat(ctx(t), queue.HeartbeatParams{Worker: "slow", Jobs: []string{"a", "b"}, Now: late, LeaseUntil: late.Add(30 * time.Second)})
+	if err != nil || len(res.Lost) != 2 {
+		t.Fatalf("heartbeat after expiry: %+v %v, want both lost", res, err)
+	}
+	// A rescue that requires an expired lease loses to a renewal.
+	insert(t, s, job(t, "r", nil))
+	r := claim(t, s, "slow", 1, t0)[0]
+	if _, err := s.Heartbeat(ctx(t), queue.HeartbeatParams{Worker: "slow", Jobs: []string{"r"}, Now: t0.Add(10 * time.Second), LeaseUntil: t0.Add(60 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	f := queue.RetryPolicy{}.Decide(r, "slow", queue.End{Outcome: queue.OutcomeLost, Started: t0, Finished: t0}, t0.Add(40*time.Second))
+	f.LeaseExpiredBy = t0.Add(40 * time.Second)
+	if applied, err := s.FinishJobs(ctx(t), []queue.Finish{f}); err != nil || applied[0] {
+		t.Fatalf("rescue of a renewed lease: applied %v err %v, want skipped", applied, err)
+	}
+}
