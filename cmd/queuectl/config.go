@@ -3,10 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
-	"sort"
 	"time"
 
+	"github.com/queuectl/queuectl/internal/view"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/spf13/cobra"
 )
@@ -96,33 +95,6 @@ Keys may be spelled with underscores (max_retries).`,
 	return cmd
 }
 
-// queueStats summarizes finished attempts of one queue (or all).
-type queueStats struct {
-	Queue         string         `json:"queue"`
-	Jobs          map[string]int `json:"jobs"`
-	Attempts      int            `json:"attempts"`
-	Failed        int            `json:"failed_attempts"`
-	FailureRate   float64        `json:"failure_rate"`
-	RunTimeMS     runTimes       `json:"run_time_ms"`
-	LastHour      int            `json:"completed_last_hour"`
-	PerMinuteHour float64        `json:"throughput_per_minute_last_hour"`
-	durations     []time.Duration
-}
-
-type runTimes struct {
-	Min int64 `json:"min"`
-	P50 int64 `json:"p50"`
-	P95 int64 `json:"p95"`
-	P99 int64 `json:"p99"`
-	Max int64 `json:"max"`
-}
-
-type slowJob struct {
-	ID         string `json:"id"`
-	Queue      string `json:"queue"`
-	DurationMS int64  `json:"duration_ms"`
-}
-
 func (a *app) statsCmd() *cobra.Command {
 	var asJSON bool
 	var since string
@@ -155,97 +127,29 @@ func (a *app) printStats(ctx context.Context, st queue.Store, window time.Durati
 	if err != nil {
 		return err
 	}
-	all := &queueStats{Queue: "*", Jobs: map[string]int{}}
-	per := map[string]*queueStats{}
-	pick := func(q string) *queueStats {
-		if per[q] == nil {
-			per[q] = &queueStats{Queue: q, Jobs: map[string]int{}}
-		}
-		return per[q]
-	}
-	for _, c := range counts {
-		all.Jobs[string(c.State)] += c.N
-		pick(c.Queue).Jobs[string(c.State)] += c.N
-	}
-	var slow []slowJob
-	for _, at := range attempts {
-		for _, s := range []*queueStats{all, pick(at.Queue)} {
-			s.Attempts++
-			if at.Outcome != queue.OutcomeSucceeded && at.Outcome != queue.OutcomeInterrupted {
-				s.Failed++
-			}
-			s.durations = append(s.durations, at.Duration)
-			if at.Outcome == queue.OutcomeSucceeded && now.Sub(at.FinishedAt) <= time.Hour {
-				s.LastHour++
-			}
-		}
-		slow = append(slow, slowJob{at.JobID, at.Queue, at.Duration.Milliseconds()})
-	}
-	sort.Slice(slow, func(i, j int) bool { return slow[i].DurationMS > slow[j].DurationMS })
-	slow = slow[:min(5, len(slow))]
-	var queues []string
-	for q := range per {
-		queues = append(queues, q)
-	}
-	sort.Strings(queues)
-	list := []*queueStats{all}
-	for _, q := range queues {
-		list = append(list, per[q])
-	}
-	for _, s := range list {
-		s.finish()
-	}
+	stats := view.NewStats(counts, attempts, window, now)
 	if asJSON {
-		if slow == nil {
-			slow = []slowJob{}
-		}
-		return a.printJSON(struct {
-			Window  string        `json:"window"`
-			Total   *queueStats   `json:"total"`
-			Queues  []*queueStats `json:"queues"`
-			Slowest []slowJob     `json:"slowest"`
-		}{queue.FormatDuration(window), all, list[1:], slow})
+		return a.printJSON(stats)
 	}
 	tw := a.table()
 	fmt.Fprintf(tw, "QUEUE\tJOBS\tATTEMPTS (%s)\tFAILURE RATE\tMIN\tP50\tP95\tP99\tMAX\tDONE/MIN (1H)\n", queue.FormatDuration(window))
-	for _, s := range list {
-		total := 0
-		for _, n := range s.Jobs {
-			total += n
-		}
+	for _, s := range append([]*view.QueueStats{stats.Total}, stats.Queues...) {
 		r := s.RunTimeMS
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%.1f\n", s.Queue, total, s.Attempts, 100*s.FailureRate,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%.1f\n", s.Queue, s.Total(), s.Attempts, 100*s.FailureRate,
 			ms(r.Min), ms(r.P50), ms(r.P95), ms(r.P99), ms(r.Max), s.PerMinuteHour)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if len(slow) > 0 {
+	if len(stats.Slowest) > 0 {
 		fmt.Fprintln(a.stdout, "\nslowest attempts:")
 		tw = a.table()
-		for _, j := range slow {
+		for _, j := range stats.Slowest {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", j.ID, j.Queue, ms(j.DurationMS))
 		}
 		return tw.Flush()
 	}
 	return nil
-}
-
-func (s *queueStats) finish() {
-	if s.Attempts > 0 {
-		s.FailureRate = float64(s.Failed) / float64(s.Attempts)
-	}
-	s.PerMinuteHour = math.Round(float64(s.LastHour)/60*10) / 10
-	d := s.durations
-	if len(d) == 0 {
-		return
-	}
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	pct := func(p float64) int64 {
-		i := int(math.Ceil(p*float64(len(d)))) - 1
-		return d[max(0, min(i, len(d)-1))].Milliseconds()
-	}
-	s.RunTimeMS = runTimes{Min: d[0].Milliseconds(), P50: pct(0.5), P95: pct(0.95), P99: pct(0.99), Max: d[len(d)-1].Milliseconds()}
 }
 
 func ms(v int64) string {

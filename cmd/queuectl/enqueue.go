@@ -4,31 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
-	"strings"
 	"time"
 
+	"github.com/queuectl/queuectl/internal/view"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/spf13/cobra"
 )
-
-// jobSpec is the JSON form of a job to enqueue. Unknown fields are errors.
-type jobSpec struct {
-	ID         string            `json:"id"`
-	Queue      string            `json:"queue"`
-	Command    *string           `json:"command"`
-	Priority   int               `json:"priority"`
-	MaxRetries *int              `json:"max_retries"`
-	Timeout    json.RawMessage   `json:"timeout"`
-	RunAt      string            `json:"run_at"`
-	Env        map[string]string `json:"env"`
-	Dir        string            `json:"dir"`
-}
 
 type enqueueOptions struct {
 	file       string
@@ -94,7 +79,7 @@ func (a *app) runEnqueue(cmd *cobra.Command, args []string, o *enqueueOptions) e
 	var jobs []queue.NewJob
 	switch {
 	case len(args) == 1:
-		n, err := parseJobJSON([]byte(args[0]), now)
+		n, err := view.ParseJobJSON([]byte(args[0]), now)
 		if err != nil {
 			return usageError{fmt.Errorf("enqueue: %w", err)}
 		}
@@ -138,14 +123,14 @@ func (o *enqueueOptions) newJob(cmd *cobra.Command, now time.Time) (queue.NewJob
 		n.MaxRetries = &o.maxRetries
 	}
 	if o.timeout != "" {
-		d, err := parseTimeout(o.timeout)
+		d, err := view.ParseTimeout(o.timeout)
 		if err != nil {
 			return n, fmt.Errorf("--timeout: %w", err)
 		}
 		n.Timeout = &d
 	}
 	if o.runAt != "" {
-		t, err := parseRunAt(o.runAt, now)
+		t, err := view.ParseRunAt(o.runAt, now)
 		if err != nil {
 			return n, fmt.Errorf("--run-at: %w", err)
 		}
@@ -176,7 +161,7 @@ func (a *app) readJobLines(path string, now time.Time) ([]queue.NewJob, error) {
 		if len(b) == 0 {
 			continue
 		}
-		n, err := parseJobJSON(b, now)
+		n, err := view.ParseJobJSON(b, now)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("enqueue: %s line %d: %w", path, line, err)}
 		}
@@ -189,86 +174,6 @@ func (a *app) readJobLines(path string, now time.Time) ([]queue.NewJob, error) {
 		return nil, usagef("enqueue: %s holds no jobs", path)
 	}
 	return jobs, nil
-}
-
-// parseJobJSON decodes one job object strictly.
-func parseJobJSON(b []byte, now time.Time) (queue.NewJob, error) {
-	var s jobSpec
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return queue.NewJob{}, fmt.Errorf("invalid job JSON: %s", jsonError(err))
-	}
-	if dec.More() {
-		return queue.NewJob{}, errors.New("invalid job JSON: trailing data after the object")
-	}
-	if s.Command == nil || strings.TrimSpace(*s.Command) == "" {
-		return queue.NewJob{}, errors.New(`missing "command"`)
-	}
-	n := queue.NewJob{ID: s.ID, Queue: s.Queue, Command: *s.Command, Priority: s.Priority, MaxRetries: s.MaxRetries, Env: s.Env, Dir: s.Dir}
-	if s.MaxRetries != nil && *s.MaxRetries < 0 {
-		return n, fmt.Errorf(`"max_retries" %d: must be 0 or more`, *s.MaxRetries)
-	}
-	if len(s.Timeout) > 0 && string(s.Timeout) != "null" {
-		var text string
-		if err := json.Unmarshal(s.Timeout, &text); err != nil {
-			text = string(s.Timeout) // a number of seconds
-		}
-		d, err := parseTimeout(text)
-		if err != nil {
-			return n, fmt.Errorf(`"timeout": %w`, err)
-		}
-		n.Timeout = &d
-	}
-	if s.RunAt != "" {
-		t, err := parseRunAt(s.RunAt, now)
-		if err != nil {
-			return n, fmt.Errorf(`"run_at": %w`, err)
-		}
-		n.RunAt = t
-	}
-	return n, nil
-}
-
-func jsonError(err error) string {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		return fmt.Sprintf("%s at byte %d", syn.Error(), syn.Offset)
-	case errors.As(err, &typ):
-		return fmt.Sprintf("field %q must be a %s, not %s", typ.Field, typ.Type, typ.Value)
-	case errors.Is(err, io.EOF):
-		return "empty input"
-	}
-	return strings.TrimPrefix(err.Error(), "json: ")
-}
-
-func parseTimeout(s string) (time.Duration, error) {
-	d, err := queue.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration (use seconds or e.g. 90s, 5m)", s)
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("%q must not be negative", s)
-	}
-	return d, nil
-}
-
-// parseRunAt accepts an RFC 3339 time or a delay "+30s", "+5m", "+2h", "+1d".
-func parseRunAt(s string, now time.Time) (time.Time, error) {
-	if rest, ok := strings.CutPrefix(s, "+"); ok {
-		d, err := queue.ParseDuration(rest)
-		if err != nil || d < 0 {
-			return time.Time{}, fmt.Errorf("%q is not a delay (use e.g. +30s, +5m, +2h, +1d)", s)
-		}
-		return now.Add(d), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time nor a delay such as +30s", s)
-	}
-	return t.UTC(), nil
 }
 
 // queueOverrides reads the per-queue settings a service's HCL file applied.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queuectl/queuectl/internal/view"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/spf13/cobra"
 )
@@ -27,26 +28,9 @@ func (a *app) statusCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				byState := map[queue.State]int{}
-				byQueue := map[string]map[queue.State]int{}
-				var queues []string
-				for _, c := range counts {
-					byState[c.State] += c.N
-					if byQueue[c.Queue] == nil {
-						byQueue[c.Queue] = map[queue.State]int{}
-						queues = append(queues, c.Queue)
-					}
-					byQueue[c.Queue][c.State] += c.N
-				}
-				for _, s := range queue.States() {
-					byState[s] += 0
-				}
+				status := view.NewStatus(counts, len(ws))
 				if asJSON {
-					return a.printJSON(struct {
-						Jobs    map[queue.State]int            `json:"jobs"`
-						Queues  map[string]map[queue.State]int `json:"queues"`
-						Workers int                            `json:"workers"`
-					}{byState, byQueue, len(ws)})
+					return a.printJSON(status)
 				}
 				tw := a.table()
 				fmt.Fprint(tw, "QUEUE")
@@ -54,16 +38,16 @@ func (a *app) statusCmd() *cobra.Command {
 					fmt.Fprintf(tw, "\t%s", strings.ToUpper(string(s)))
 				}
 				fmt.Fprintln(tw)
-				for _, q := range queues {
+				for _, q := range status.QueueNames() {
 					fmt.Fprint(tw, q)
 					for _, s := range queue.States() {
-						fmt.Fprintf(tw, "\t%d", byQueue[q][s])
+						fmt.Fprintf(tw, "\t%d", status.Queues[q][s])
 					}
 					fmt.Fprintln(tw)
 				}
 				fmt.Fprint(tw, "total")
 				for _, s := range queue.States() {
-					fmt.Fprintf(tw, "\t%d", byState[s])
+					fmt.Fprintf(tw, "\t%d", status.Jobs[s])
 				}
 				fmt.Fprintln(tw)
 				if err := tw.Flush(); err != nil {
@@ -87,10 +71,7 @@ func (a *app) statusCmd() *cobra.Command {
 // printJobs prints jobs as a table or JSON.
 func (a *app) printJobs(jobs []*queue.Job, asJSON bool) error {
 	if asJSON {
-		if jobs == nil {
-			jobs = []*queue.Job{}
-		}
-		return a.printJSON(jobs)
+		return a.printJSON(view.Jobs(jobs))
 	}
 	tw := a.table()
 	fmt.Fprintln(tw, "ID\tQUEUE\tSTATE\tATTEMPTS\tPRIORITY\tRUN AT\tUPDATED\tCOMMAND")
@@ -161,14 +142,8 @@ func (a *app) showCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if hist == nil {
-					hist = []*queue.Attempt{}
-				}
 				if asJSON {
-					return a.printJSON(struct {
-						queue.JobJSON
-						History []*queue.Attempt `json:"history"`
-					}{j.JSON(), hist})
+					return a.printJSON(view.NewJobDetail(j, hist))
 				}
 				return a.printJob(j, hist)
 			})

@@ -1,0 +1,126 @@
+package view
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+// JobSpec is the JSON form of a job to enqueue. Unknown fields are errors.
+type JobSpec struct {
+	ID         string            `json:"id"`
+	Queue      string            `json:"queue"`
+	Command    *string           `json:"command"`
+	Priority   int               `json:"priority"`
+	MaxRetries *int              `json:"max_retries"`
+	Timeout    json.RawMessage   `json:"timeout"`
+	RunAt      string            `json:"run_at"`
+	Env        map[string]string `json:"env"`
+	Dir        string            `json:"dir"`
+}
+
+// SpecError is a job JSON that cannot be enqueued; Field names the JSON
+// field at fault ("" when the document as a whole is).
+type SpecError struct {
+	Field string
+	Msg   string
+}
+
+func (e *SpecError) Error() string { return e.Msg }
+
+func specErrorf(field, format string, a ...any) error {
+	return &SpecError{Field: field, Msg: fmt.Sprintf(format, a...)}
+}
+
+// ParseJobJSON decodes one job object strictly; run_at delays count from now.
+func ParseJobJSON(b []byte, now time.Time) (queue.NewJob, error) {
+	var s JobSpec
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		field, msg := jsonError(err)
+		return queue.NewJob{}, specErrorf(field, "invalid job JSON: %s", msg)
+	}
+	if dec.More() {
+		return queue.NewJob{}, specErrorf("", "invalid job JSON: trailing data after the object")
+	}
+	if s.Command == nil || strings.TrimSpace(*s.Command) == "" {
+		return queue.NewJob{}, specErrorf("command", `missing "command"`)
+	}
+	n := queue.NewJob{ID: s.ID, Queue: s.Queue, Command: *s.Command, Priority: s.Priority, MaxRetries: s.MaxRetries, Env: s.Env, Dir: s.Dir}
+	if s.MaxRetries != nil && *s.MaxRetries < 0 {
+		return n, specErrorf("max_retries", `"max_retries" %d: must be 0 or more`, *s.MaxRetries)
+	}
+	if len(s.Timeout) > 0 && string(s.Timeout) != "null" {
+		var text string
+		if err := json.Unmarshal(s.Timeout, &text); err != nil {
+			text = string(s.Timeout) // a number of seconds
+		}
+		d, err := ParseTimeout(text)
+		if err != nil {
+			return n, specErrorf("timeout", `"timeout": %s`, err)
+		}
+		n.Timeout = &d
+	}
+	if s.RunAt != "" {
+		t, err := ParseRunAt(s.RunAt, now)
+		if err != nil {
+			return n, specErrorf("run_at", `"run_at": %s`, err)
+		}
+		n.RunAt = t
+	}
+	return n, nil
+}
+
+// jsonError describes a decoding error and names its field when it can.
+func jsonError(err error) (field, msg string) {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return "", fmt.Sprintf("%s at byte %d", syn.Error(), syn.Offset)
+	case errors.As(err, &typ):
+		return typ.Field, fmt.Sprintf("field %q must be a %s, not %s", typ.Field, typ.Type, typ.Value)
+	case errors.Is(err, io.EOF):
+		return "", "empty input"
+	}
+	msg = strings.TrimPrefix(err.Error(), "json: ")
+	if rest, ok := strings.CutPrefix(msg, "unknown field "); ok {
+		field = strings.Trim(rest, `"`)
+	}
+	return field, msg
+}
+
+// ParseTimeout parses a job timeout: seconds or a duration such as 90s.
+func ParseTimeout(s string) (time.Duration, error) {
+	d, err := queue.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (use seconds or e.g. 90s, 5m)", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q must not be negative", s)
+	}
+	return d, nil
+}
+
+// ParseRunAt accepts an RFC 3339 time or a delay "+30s", "+5m", "+2h", "+1d".
+func ParseRunAt(s string, now time.Time) (time.Time, error) {
+	if rest, ok := strings.CutPrefix(s, "+"); ok {
+		d, err := queue.ParseDuration(rest)
+		if err != nil || d < 0 {
+			return time.Time{}, fmt.Errorf("%q is not a delay (use e.g. +30s, +5m, +2h, +1d)", s)
+		}
+		return now.Add(d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time nor a delay such as +30s", s)
+	}
+	return t.UTC(), nil
+}

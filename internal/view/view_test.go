@@ -1,0 +1,53 @@
+package view
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+func TestParseJobJSONNamesTheField(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name, in, field string
+	}{
+		{"missing command", `{"id":"a"}`, "command"},
+		{"unknown field", `{"command":"true","colour":1}`, "colour"},
+		{"wrong type", `{"command":"true","priority":"high"}`, "priority"},
+		{"negative retries", `{"command":"true","max_retries":-1}`, "max_retries"},
+		{"bad timeout", `{"command":"true","timeout":"soon"}`, "timeout"},
+		{"bad run_at", `{"command":"true","run_at":"tomorrow"}`, "run_at"},
+		{"syntax", `{"command":`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseJobJSON([]byte(tt.in), now)
+			var se *SpecError
+			if !errors.As(err, &se) {
+				t.Fatalf("ParseJobJSON(%s) = %v, want a SpecError", tt.in, err)
+			}
+			if se.Field != tt.field {
+				t.Errorf("field = %q, want %q (%s)", se.Field, tt.field, se.Msg)
+			}
+		})
+	}
+	n, err := ParseJobJSON([]byte(`{"command":"echo hi","run_at":"+1m","timeout":90}`), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !n.RunAt.Equal(now.Add(time.Minute)) || *n.Timeout != 90*time.Second {
+		t.Errorf("got run_at %s timeout %s", n.RunAt, *n.Timeout)
+	}
+}
+
+func TestNewStatusListsEveryState(t *testing.T) {
+	s := NewStatus([]queue.Count{{Queue: "b", State: queue.StateDead, N: 2}, {Queue: "a", State: queue.StatePending, N: 3}}, 1)
+	if len(s.Jobs) != len(queue.States()) || s.Jobs[queue.StateDead] != 2 || s.Queues["a"][queue.StatePending] != 3 {
+		t.Errorf("status = %+v", s)
+	}
+	if got := s.QueueNames(); len(got) != 2 || got[0] != "a" {
+		t.Errorf("queue names = %v", got)
+	}
+}
