@@ -1,4 +1,4 @@
-.PHONY: test bench
+.PHONY: test bench man install
 
 # Unit and end-to-end tests with the race detector.
 test:
@@ -9,3 +9,11 @@ test:
 # PG_URL, QUICK (see bench/compare), e.g. make bench RUNS=5.
 bench:
 	bench/compare
+
+# Install queuectl into $(go env GOPATH)/bin (or $GOBIN).
+install:
+	go install ./cmd/queuectl
+
+# Man pages, one per command, generated from the commands' help into man/.
+man:
+	go run ./cmd/queuectl man man

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mattn/go-isatty"
+	"github.com/queuectl/queuectl/config"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/sqlite"
 	"github.com/rs/zerolog"
@@ -26,9 +27,12 @@ type app struct {
 	getenv func(string) string
 
 	dbFlag    string
+	file      fileOptions // -c FILE (or $QUEUECTL_CONFIG) and --var
 	logLevel  string
 	logFormat string
 	now       func() time.Time
+
+	loaded *config.File // the file named by -c, once loaded
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
@@ -45,8 +49,11 @@ PostgreSQL. Data lives in $QUEUECTL_HOME (default ~/.queuectl).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
-	root.PersistentFlags().StringVar(&a.dbFlag, "db", "", "database: a SQLite file path or a postgres:// URL (default $QUEUECTL_DB, else $QUEUECTL_HOME/queue.db)")
+	root.CompletionOptions.HiddenDefaultCmd = true // completion is documented in the README, not listed as a command
+	root.Version = versionLine(readVersion())
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.PersistentFlags().StringVar(&a.dbFlag, "db", "", "database: a SQLite file path or a postgres:// URL (default $QUEUECTL_DB, else the database of -c FILE, else $QUEUECTL_HOME/queue.db)")
+	a.file.flags(root.PersistentFlags(), a.getenv)
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&a.logFormat, "log-format", "auto", "log format: auto (console on a terminal, else JSON), console, json")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
@@ -68,7 +75,10 @@ PostgreSQL. Data lives in $QUEUECTL_HOME (default ~/.queuectl).`,
 		a.cronCmd(),
 		a.migrateCmd(),
 		a.benchCmd(),
+		a.versionCmd(),
+		a.manCmd(),
 	)
+	a.completeArgs(root)
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}
@@ -107,14 +117,25 @@ func (a *app) home() (string, error) {
 	return h, nil
 }
 
-// dsn is the database the command uses: --db, then $QUEUECTL_DB, then
-// $QUEUECTL_HOME/queue.db.
+// dsn is the database the command uses: --db, then $QUEUECTL_DB, then the
+// database of the configuration file (-c FILE or $QUEUECTL_CONFIG), then
+// $QUEUECTL_HOME/queue.db. So every command of a service sees the
+// database its `run -c FILE` uses.
 func (a *app) dsn() (string, error) {
 	if a.dbFlag != "" {
 		return a.dbFlag, nil
 	}
 	if d := a.getenv("QUEUECTL_DB"); d != "" {
 		return d, nil
+	}
+	if a.file.path != "" {
+		f, err := a.configFile()
+		if err != nil {
+			return "", err
+		}
+		if f.Database != "" {
+			return f.Database, nil
+		}
 	}
 	h, err := a.home()
 	if err != nil {
@@ -174,18 +195,30 @@ func (a *app) logger(w io.Writer) (zerolog.Logger, error) {
 		return zerolog.Nop(), usagef("--log-level %q: use debug, info, warn or error", a.logLevel)
 	}
 	var out io.Writer = w
+	console := zerolog.ConsoleWriter{Out: w, TimeFormat: logTimeFormat}
 	switch a.logFormat {
 	case "json":
 	case "console":
-		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+		out = console
 	case "auto", "":
 		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
-			out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+			out = console
 		}
 	default:
 		return zerolog.Nop(), usagef("--log-format %q: use auto, console or json", a.logFormat)
 	}
-	return zerolog.New(out).Level(lvl).With().Timestamp().Logger(), nil
+	return zerolog.New(out).Level(lvl).Hook(timestampHook{a.now}), nil
+}
+
+// logTimeFormat is RFC 3339 with milliseconds, in UTC.
+const logTimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// timestampHook stamps each log event with milliseconds; zerolog's own
+// Timestamp() would need its package-level format changed.
+type timestampHook struct{ now func() time.Time }
+
+func (h timestampHook) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
+	e.Str(zerolog.TimestampFieldName, h.now().UTC().Format(logTimeFormat))
 }
 
 // printJSON writes v as indented JSON.

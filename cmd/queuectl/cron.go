@@ -25,51 +25,13 @@ store; with -c FILE they read the file (and trigger applies it first).`,
 
 // templatesFor returns the templates to show: from the file when -c is
 // given (with the store's state of templates of the same name), else from
-// the store.
-func (a *app) templatesFor(ctx context.Context, o *fileOptions, apply bool) ([]*queue.Template, queue.Store, error) {
-	var file []*queue.Template
-	dsn, err := a.dsn()
+// the store. The caller closes the store.
+func (a *app) templatesFor(ctx context.Context, apply bool) ([]*queue.Template, queue.Store, error) {
+	st, err := a.store(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if o.path != "" {
-		f, err := a.loadFile(o)
-		if err != nil {
-			return nil, nil, err
-		}
-		file = templates(f)
-		if dsn, err = a.fileDSN(f); err != nil {
-			return nil, nil, err
-		}
-		st, err := openStore(ctx, dsn)
-		if err != nil {
-			return nil, nil, err
-		}
-		if apply {
-			if err := applyFile(ctx, st, f, a.now()); err != nil {
-				st.Close()
-				return nil, nil, err
-			}
-		}
-		stored, err := st.Templates(ctx)
-		if err != nil {
-			st.Close()
-			return nil, nil, err
-		}
-		for _, t := range file {
-			for _, s := range stored {
-				if s.Name == t.Name {
-					t.Cursor, t.LastJob, t.PendingTrigger, t.PendingKind = s.Cursor, s.LastJob, s.PendingTrigger, s.PendingKind
-				}
-			}
-		}
-		return file, st, nil
-	}
-	st, err := openStore(ctx, dsn)
-	if err != nil {
-		return nil, nil, err
-	}
-	ts, err := st.Templates(ctx)
+	ts, err := a.readTemplates(ctx, st, apply)
 	if err != nil {
 		st.Close()
 		return nil, nil, err
@@ -77,28 +39,49 @@ func (a *app) templatesFor(ctx context.Context, o *fileOptions, apply bool) ([]*
 	return ts, st, nil
 }
 
+func (a *app) readTemplates(ctx context.Context, st queue.Store, apply bool) ([]*queue.Template, error) {
+	stored, err := st.Templates(ctx)
+	if err != nil || a.file.path == "" {
+		return stored, err
+	}
+	f, err := a.configFile()
+	if err != nil {
+		return nil, err
+	}
+	if apply {
+		if err := applyFile(ctx, st, f, a.now()); err != nil {
+			return nil, err
+		}
+		if stored, err = st.Templates(ctx); err != nil {
+			return nil, err
+		}
+	}
+	file := templates(f)
+	for _, t := range file {
+		for _, s := range stored {
+			if s.Name == t.Name {
+				t.Cursor, t.LastJob, t.PendingTrigger, t.PendingKind = s.Cursor, s.LastJob, s.PendingTrigger, s.PendingKind
+			}
+		}
+	}
+	return file, nil
+}
+
 // template finds one template by name (see templatesFor); the caller
-// closes the store.
-func (a *app) template(ctx context.Context, o *fileOptions, name string, apply bool) (*queue.Template, queue.Store, error) {
-	ts, st, err := a.templatesFor(ctx, o, false)
+// closes the store. With apply, the file is applied first, as run would,
+// but only once the name is known to be in it (a typo changes nothing).
+func (a *app) template(ctx context.Context, name string, apply bool) (*queue.Template, queue.Store, error) {
+	ts, st, err := a.templatesFor(ctx, false)
 	if err != nil {
 		return nil, nil, err
 	}
 	t, err := findTemplate(ts, name)
-	if err != nil || !apply || o.path == "" {
-		if err != nil {
-			st.Close()
-			return nil, nil, err
+	if err == nil && apply && a.file.path != "" {
+		if ts, err = a.readTemplates(ctx, st, true); err == nil {
+			t, err = findTemplate(ts, name)
 		}
-		return t, st, nil
 	}
-	// The name is known: now apply the file, as run would, and read the
-	// template back with its state. (A typo changes nothing.)
-	st.Close()
-	if ts, st, err = a.templatesFor(ctx, o, true); err != nil {
-		return nil, nil, err
-	}
-	if t, err = findTemplate(ts, name); err != nil {
+	if err != nil {
 		st.Close()
 		return nil, nil, err
 	}
@@ -125,14 +108,13 @@ func findTemplate(ts []*queue.Template, name string) (*queue.Template, error) {
 }
 
 func (a *app) cronListCmd() *cobra.Command {
-	var o fileOptions
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "list [-c FILE]",
+		Use:   "list",
 		Short: "List recurring jobs with their last and next fire and last outcome",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ts, st, err := a.templatesFor(cmd.Context(), &o, false)
+			ts, st, err := a.templatesFor(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
@@ -165,23 +147,21 @@ func (a *app) cronListCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	o.flags(cmd, false)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
 func (a *app) cronNextCmd() *cobra.Command {
-	var o fileOptions
 	var n int
 	cmd := &cobra.Command{
-		Use:   "next NAME [-n 10] [-c FILE]",
+		Use:   "next NAME [-n 10]",
 		Short: "Show the next fire times of a recurring job, in its zone and in UTC",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n < 1 || n > 10000 {
 				return usagef("-n %d: must be from 1 to 10000", n)
 			}
-			t, st, err := a.template(cmd.Context(), &o, args[0], false)
+			t, st, err := a.template(cmd.Context(), args[0], false)
 			if err != nil {
 				return err
 			}
@@ -203,20 +183,18 @@ func (a *app) cronNextCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	o.flags(cmd, false)
 	cmd.Flags().IntVarP(&n, "count", "n", 10, "how many fire times")
 	return cmd
 }
 
 func (a *app) cronTriggerCmd() *cobra.Command {
-	var o fileOptions
 	cmd := &cobra.Command{
-		Use:   "trigger NAME [-c FILE]",
+		Use:   "trigger NAME",
 		Short: "Run a recurring job now, through the queue, under its overlap policy",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			t, st, err := a.template(ctx, &o, args[0], true)
+			t, st, err := a.template(ctx, args[0], true)
 			if err != nil {
 				return err
 			}
@@ -240,7 +218,6 @@ func (a *app) cronTriggerCmd() *cobra.Command {
 			return nil
 		},
 	}
-	o.flags(cmd, false)
 	return cmd
 }
 

@@ -19,24 +19,43 @@ import (
 	"github.com/queuectl/queuectl/scheduler"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-// fileOptions locate and parametrize a configuration file.
+// fileOptions locate and parametrize a configuration file. Every command
+// takes them: the file's database becomes the command's database.
 type fileOptions struct {
 	path string
 	vars []string
 }
 
-func (o *fileOptions) flags(cmd *cobra.Command, required bool) {
-	cmd.Flags().StringVarP(&o.path, "config", "c", "", "configuration file (HCL)")
-	cmd.Flags().StringArrayVar(&o.vars, "var", nil, "set a variable: --var name=value (repeatable)")
-	if required {
-		cmd.MarkFlagRequired("config")
-	}
+func (o *fileOptions) flags(fs *pflag.FlagSet, getenv func(string) string) {
+	fs.StringVarP(&o.path, "config", "c", getenv("QUEUECTL_CONFIG"), "configuration file (HCL); its database is used unless --db or $QUEUECTL_DB is set (default $QUEUECTL_CONFIG)")
+	fs.StringArrayVar(&o.vars, "var", nil, "set a variable of the configuration file: --var name=value (repeatable)")
 }
 
-// load reads the file; on errors it prints every diagnostic to stderr and
-// returns a silent exit 2.
+// requireFile fails with a usage error when no configuration file is given.
+func (a *app) requireFile(cmd *cobra.Command) error {
+	if a.file.path == "" {
+		return usagef("%s: a configuration file is required: -c FILE (or $QUEUECTL_CONFIG)", cmd.CommandPath())
+	}
+	return nil
+}
+
+// configFile loads the file named by -c once per command.
+func (a *app) configFile() (*config.File, error) {
+	if a.loaded == nil {
+		f, err := a.loadFile(&a.file)
+		if err != nil {
+			return nil, err
+		}
+		a.loaded = f
+	}
+	return a.loaded, nil
+}
+
+// loadFile reads the file; on errors it prints every diagnostic to stderr
+// and returns a silent exit 2.
 func (a *app) loadFile(o *fileOptions) (*config.File, error) {
 	vars := map[string]string{}
 	for _, v := range o.vars {
@@ -63,15 +82,6 @@ func countErrors(diags hcl.Diagnostics) int {
 		}
 	}
 	return n
-}
-
-// fileDSN is the database of a service: --db, else QUEUECTL_DB, else the
-// file's database, else the default.
-func (a *app) fileDSN(f *config.File) (string, error) {
-	if a.dbFlag == "" && a.getenv("QUEUECTL_DB") == "" && f.Database != "" {
-		return f.Database, nil
-	}
-	return a.dsn()
 }
 
 // templates converts the file's jobs to store templates.
@@ -118,13 +128,15 @@ func lanes(f *config.File) []queue.Lane {
 }
 
 func (a *app) validateCmd() *cobra.Command {
-	var o fileOptions
 	cmd := &cobra.Command{
 		Use:   "validate -c FILE",
 		Short: "Check a configuration file and show what it declares",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := a.loadFile(&o)
+			if err := a.requireFile(cmd); err != nil {
+				return err
+			}
+			f, err := a.configFile()
 			if err != nil {
 				return err
 			}
@@ -142,7 +154,7 @@ func (a *app) validateCmd() *cobra.Command {
 				}
 				fires = append(fires, t.Name+" "+next)
 			}
-			summary := fmt.Sprintf("%s is valid: %d queue(s), %d job(s)", o.path, len(f.Queues), len(f.Jobs))
+			summary := fmt.Sprintf("%s is valid: %d queue(s), %d job(s)", a.file.path, len(f.Queues), len(f.Jobs))
 			if len(fires) > 0 {
 				summary += "; next fire: " + strings.Join(fires, ", ")
 			}
@@ -150,12 +162,10 @@ func (a *app) validateCmd() *cobra.Command {
 			return err
 		},
 	}
-	o.flags(cmd, true)
 	return cmd
 }
 
 type runOptions struct {
-	file   fileOptions
 	grace  time.Duration
 	kill   time.Duration
 	lease  time.Duration
@@ -178,10 +188,12 @@ file keeps the old one and the reason is logged. Several run and worker
 processes may share one database.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.requireFile(cmd); err != nil {
+				return err
+			}
 			return a.runService(cmd.Context(), &o)
 		},
 	}
-	o.file.flags(cmd, true)
 	cmd.Flags().DurationVar(&o.grace, "grace", 0, "after a stop signal, how long running jobs may finish before they are stopped and put back (0: until a second signal)")
 	cmd.Flags().DurationVar(&o.kill, "kill-grace", 5*time.Second, "on timeout or stop, how long a job has between SIGTERM and SIGKILL")
 	cmd.Flags().DurationVar(&o.lease, "lease", 30*time.Second, "job lease")
@@ -220,11 +232,11 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 	if o.retry, err = retryPolicy(o.jitter); err != nil {
 		return err
 	}
-	f, err := a.loadFile(&o.file)
+	f, err := a.configFile()
 	if err != nil {
 		return err
 	}
-	dsn, err := a.fileDSN(f)
+	dsn, err := a.dsn()
 	if err != nil {
 		return err
 	}
@@ -243,7 +255,7 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 	if err := s.sched.Start(ctx); err != nil {
 		return err
 	}
-	log.Info().Str("config", o.file.path).Int("queues", len(f.Queues)).Int("jobs", len(f.Jobs)).Msg("service started")
+	log.Info().Str("config", a.file.path).Str("database", redactDSN(dsn)).Int("queues", len(f.Queues)).Int("jobs", len(f.Jobs)).Msg("service started")
 
 	for {
 		var sig os.Signal
@@ -319,9 +331,9 @@ func (s *service) reload(ctx context.Context) {
 	var diags bytes.Buffer
 	a := *s.a
 	a.stderr = &diags
-	f, err := a.loadFile(&s.o.file)
+	f, err := a.loadFile(&s.a.file)
 	if err != nil {
-		s.log.Error().Str("config", s.o.file.path).Str("diagnostics", strings.TrimSpace(diags.String())).
+		s.log.Error().Str("config", s.a.file.path).Str("diagnostics", strings.TrimSpace(diags.String())).
 			Msg("reload failed; keeping the previous configuration")
 		return
 	}

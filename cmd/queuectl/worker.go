@@ -111,11 +111,16 @@ func (a *app) runWorker(ctx context.Context, o *workerOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := a.store(ctx)
+	dsn, err := a.dsn()
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, dsn)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	log.Info().Str("database", redactDSN(dsn)).Strs("queues", o.queues).Int("slots", o.slots).Msg("worker starting")
 	eng := queue.NewEngine(st, shellRunner{executor.New(executor.Config{KillGrace: o.kill})}, queue.EngineConfig{
 		Lanes: []queue.Lane{{Queues: o.queues, Slots: o.slots}},
 		Lease: o.lease, Poll: o.poll, Log: log, Retry: retry, Host: a.hostName(),
@@ -264,7 +269,7 @@ func (a *app) startWorkers(cmd *cobra.Command, o *workerOptions, count int, fore
 		fmt.Fprintln(a.stdout, c.Process.Pid)
 		c.Process.Release()
 	}
-	fmt.Fprintf(a.stderr, "started %d worker(s); logs in %s\n", count, logDir)
+	fmt.Fprintf(a.stderr, "started %d worker(s) on %s; logs in %s\n", count, redactDSN(dsn), logDir)
 	return nil
 }
 
