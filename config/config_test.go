@@ -585,6 +585,8 @@ func TestValueErrors(t *testing.T) {
 		{"env not a map", job(`env = "A=B"`), "Incorrect attribute value type"},
 		{"env name with =", job(`env = { "A=B" = "c" }`), "Invalid environment variable name"},
 		{"env value NUL", job(`env = { A = "x\u0000y" }`), "Invalid environment variable value"},
+		{"env sets QUEUECTL_JOB_ID", job(`env = { QUEUECTL_JOB_ID = "x" }`), "Reserved environment variable"},
+		{"dir with timeout below 1ms", job(`timeout = "1us"`), "Invalid timeout"},
 		{"negative jitter", job(`jitter = "-1s"`), "Invalid jitter"},
 		{"zero max_catch_up", job(`max_catch_up = 0`), "Invalid max_catch_up"},
 		{"enabled not bool", job(`enabled = "yes"`), "Incorrect attribute value type"},

@@ -397,6 +397,10 @@ func (d *decoder) checkSchedule(attr *hcl.Attribute, spec string, loc *time.Loca
 	}
 }
 
+// reservedEnvPrefix starts the variables queuectl sets for each job
+// (queue.ReservedEnvPrefix; this package does not import queue).
+const reservedEnvPrefix = "QUEUECTL_"
+
 // checkEnv validates environment variable names and values.
 func (d *decoder) checkEnv(attr *hcl.Attribute, env map[string]string) map[string]string {
 	valid := true
@@ -405,6 +409,10 @@ func (d *decoder) checkEnv(attr *hcl.Attribute, env map[string]string) map[strin
 		case k == "" || strings.ContainsAny(k, "=\x00"):
 			d.attrError(attr, "Invalid environment variable name",
 				fmt.Sprintf("%q cannot be an environment variable name: it must be non-empty and contain no \"=\" or NUL.", k))
+			valid = false
+		case strings.HasPrefix(k, reservedEnvPrefix):
+			d.attrError(attr, "Reserved environment variable",
+				fmt.Sprintf("%s cannot be set by a job: names starting with %s are queuectl's own (it finds a job's processes by them).", k, reservedEnvPrefix))
 			valid = false
 		case strings.ContainsRune(env[k], 0):
 			d.attrError(attr, "Invalid environment variable value",
@@ -453,9 +461,9 @@ func (d *decoder) retry(attrs hcl.Attributes) Retry {
 	}
 	if attr, ok := attrs["timeout"]; ok {
 		if v, valid := d.duration(attr); valid {
-			if v < 0 || v > maxTimeoutLimit {
+			if v < 0 || v > maxTimeoutLimit || (v > 0 && v < time.Millisecond) {
 				d.attrError(attr, "Invalid timeout",
-					fmt.Sprintf("timeout must be from 0 (no timeout) to 30d, got %s.", v))
+					fmt.Sprintf("timeout must be 0 (no timeout) or from 1ms to 30d, got %s.", v))
 			} else {
 				r.Timeout = &v
 			}

@@ -51,7 +51,9 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"slices"
@@ -154,6 +156,13 @@ func (e *Executor) Run(ctx context.Context, c Command) Result {
 	if err := ctx.Err(); err != nil {
 		res.Canceled = true
 		res.StartErr = fmt.Errorf("start command: %w", err)
+		res.Finished = time.Now().UTC()
+		return res
+	}
+
+	if err := checkDir(c.Dir); err != nil {
+		res.StartErr = fmt.Errorf("start command: %w", err)
+		res.Output = []byte("queuectl: " + err.Error() + "\n")
 		res.Finished = time.Now().UTC()
 		return res
 	}
@@ -344,4 +353,22 @@ func waitGroupGone(pgid int, deadline time.Time) {
 		time.Sleep(min(poll, left))
 		poll = min(2*poll, 50*time.Millisecond)
 	}
+}
+
+// checkDir reports a working directory the shell could not start in, in
+// words: exec would report it as a failure to run the shell itself.
+func checkDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("working directory %s does not exist", dir)
+	case err != nil:
+		return fmt.Errorf("working directory: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("working directory %s is not a directory", dir)
+	}
+	return nil
 }

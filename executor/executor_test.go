@@ -217,9 +217,15 @@ func TestStartErrors(t *testing.T) {
 	if !strings.HasPrefix(res.StartErr.Error(), "start command: ") {
 		t.Fatalf("StartErr %q not wrapped", res.StartErr)
 	}
-	res = New(Config{}).Run(context.Background(), Command{Script: "true", Dir: filepath.Join(t.TempDir(), "missing")})
+	missing := filepath.Join(t.TempDir(), "missing")
+	res = New(Config{}).Run(context.Background(), Command{Script: "true", Dir: missing})
 	if res.StartErr == nil || res.ExitCode != -1 {
 		t.Fatalf("missing Dir: %+v", res)
+	}
+	// The user sees which directory is missing, not "fork/exec /bin/sh".
+	want := "working directory " + missing + " does not exist"
+	if !strings.Contains(res.StartErr.Error(), want) || !strings.Contains(string(res.Output), want) {
+		t.Fatalf("missing Dir: StartErr %q Output %q, want both to say %q", res.StartErr, res.Output, want)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 )
 
 // DefaultQueue is the queue of a job that names none.
@@ -57,25 +56,6 @@ func (o Overrides) Apply(s Settings) Settings {
 	return s
 }
 
-const maxNameLen = 200
-
-// CheckName validates a job id or queue name: 1..200 printable characters
-// without white space.
-func CheckName(what, s string) error {
-	if s == "" {
-		return fmt.Errorf("%w: %s is empty", ErrInvalid, what)
-	}
-	if len(s) > maxNameLen {
-		return fmt.Errorf("%w: %s is longer than %d bytes", ErrInvalid, what, maxNameLen)
-	}
-	for _, r := range s {
-		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
-			return fmt.Errorf("%w: %s %q contains white space or control characters", ErrInvalid, what, s)
-		}
-	}
-	return nil
-}
-
 // Resolve validates n and turns it into a pending job, taking unset fields
 // from s (the store's defaults with the queue's overrides applied).
 func (n NewJob) Resolve(s Settings, now time.Time) (*Job, error) {
@@ -106,14 +86,23 @@ func (n NewJob) Resolve(s Settings, now time.Time) (*Job, error) {
 	if s.MaxRetries < 0 || s.MaxRetries > MaxRetriesLimit {
 		return nil, fmt.Errorf("%w: max_retries %d out of range 0..%d", ErrInvalid, s.MaxRetries, MaxRetriesLimit)
 	}
-	if s.Timeout < 0 || s.Timeout > MaxTimeoutLimit {
-		return nil, fmt.Errorf("%w: timeout %s out of range 0..30d", ErrInvalid, s.Timeout)
+	if err := CheckTimeout(s.Timeout); err != nil {
+		return nil, err
 	}
 	if s.BackoffBase < BackoffBaseMin || s.BackoffBase > BackoffBaseMax {
 		return nil, fmt.Errorf("%w: backoff_base %g out of range %g..%g", ErrInvalid, s.BackoffBase, BackoffBaseMin, BackoffBaseMax)
 	}
 	if s.MaxBackoff < 0 || s.MaxBackoff > MaxBackoffLimit {
 		return nil, fmt.Errorf("%w: max_backoff %s out of range 0..30d", ErrInvalid, s.MaxBackoff)
+	}
+	if err := CheckEnv(n.Env); err != nil {
+		return nil, err
+	}
+	if err := CheckDir(n.Dir); err != nil {
+		return nil, err
+	}
+	if err := CheckRunAt(n.RunAt); err != nil {
+		return nil, err
 	}
 	now = now.UTC()
 	runAt := n.RunAt.UTC()

@@ -31,6 +31,17 @@ func TestResolveRejects(t *testing.T) {
 		{"max backoff over 30d", queue.NewJob{Command: "true", MaxBackoff: ptr(31 * 24 * time.Hour)}, "max_backoff"},
 		{"priority too high", queue.NewJob{Command: "true", Priority: 1_000_001}, "priority"},
 		{"priority too low", queue.NewJob{Command: "true", Priority: -1_000_001}, "priority"},
+		{"id not UTF-8", queue.NewJob{ID: "a\xffb", Command: "true"}, "UTF-8"},
+		{"env sets QUEUECTL_JOB_ID", queue.NewJob{Command: "true", Env: map[string]string{"QUEUECTL_JOB_ID": "x"}}, "QUEUECTL_JOB_ID"},
+		{"env sets QUEUECTL_ATTEMPT", queue.NewJob{Command: "true", Env: map[string]string{"QUEUECTL_ATTEMPT": "1"}}, "reserved"},
+		{"env empty name", queue.NewJob{Command: "true", Env: map[string]string{"": "x"}}, "env"},
+		{"env name with =", queue.NewJob{Command: "true", Env: map[string]string{"A=B": "x"}}, "env"},
+		{"env name with NUL", queue.NewJob{Command: "true", Env: map[string]string{"A\x00": "x"}}, "env"},
+		{"env value with NUL", queue.NewJob{Command: "true", Env: map[string]string{"A": "x\x00y"}}, "value of A"},
+		{"relative dir", queue.NewJob{Command: "true", Dir: "build"}, "dir"},
+		{"dir with NUL", queue.NewJob{Command: "true", Dir: "/tmp/a\x00"}, "dir"},
+		{"timeout below 1ms", queue.NewJob{Command: "true", Timeout: ptr(time.Microsecond)}, "timeout"},
+		{"run_at beyond 9999", queue.NewJob{Command: "true", RunAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, "run_at"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

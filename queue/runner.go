@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -63,6 +64,9 @@ func (j *Job) Environ() []string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		if strings.HasPrefix(k, ReservedEnvPrefix) {
+			continue // refused at enqueue; a job stored before that cannot hide from cleanup either
+		}
 		env = append(env, k+"="+j.Env[k])
 	}
 	return env

@@ -475,6 +475,12 @@ func TestE2EBadInput(t *testing.T) {
 		{"unknown config key", []string{"config", "set", "colour", "blue"}, 2, "max-retries"},
 		{"unknown flag", []string{"list", "--colour"}, 2, "colour"},
 		{"extra argument", []string{"show", "a", "b"}, 2, "show"},
+		{"reserved env key", []string{"enqueue", `{"command":"true","env":{"QUEUECTL_JOB_ID":"x"}}`}, 2, "QUEUECTL_JOB_ID"},
+		{"env value with NUL", []string{"enqueue", `{"command":"true","env":{"A":"x\u0000"}}`}, 2, "env"},
+		{"env not an object", []string{"enqueue", `{"command":"true","env":["A"]}`}, 2, "must be an object"},
+		{"id not UTF-8", []string{"enqueue", "{\"id\":\"a\xff\",\"command\":\"true\"}"}, 2, "not valid UTF-8"},
+		{"timeout below 1ms", []string{"enqueue", `{"command":"true","timeout":"1us"}`}, 2, "timeout"},
+		{"run_at beyond 9999", []string{"enqueue", `{"command":"true","run_at":"+3000000d"}`}, 2, "run_at"},
 	}
 	before := c.ok("list", "--json")
 	for _, tc := range tests {

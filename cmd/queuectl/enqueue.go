@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/queuectl/queuectl/internal/view"
@@ -79,7 +81,7 @@ func (a *app) runEnqueue(cmd *cobra.Command, args []string, o *enqueueOptions) e
 	var jobs []queue.NewJob
 	switch {
 	case len(args) == 1:
-		n, err := view.ParseJobJSON([]byte(args[0]), now)
+		n, err := parseJobJSON([]byte(args[0]), now)
 		if err != nil {
 			return usageError{fmt.Errorf("enqueue: %w", err)}
 		}
@@ -161,7 +163,7 @@ func (a *app) readJobLines(path string, now time.Time) ([]queue.NewJob, error) {
 		if len(b) == 0 {
 			continue
 		}
-		n, err := view.ParseJobJSON(b, now)
+		n, err := parseJobJSON(b, now)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("enqueue: %s line %d: %w", path, line, err)}
 		}
@@ -174,6 +176,22 @@ func (a *app) readJobLines(path string, now time.Time) ([]queue.NewJob, error) {
 		return nil, usagef("enqueue: %s holds no jobs", path)
 	}
 	return jobs, nil
+}
+
+// parseJobJSON decodes one job as the CLI takes it: a relative dir is
+// resolved against the current directory, as a configuration file's dir is
+// against the file's directory.
+func parseJobJSON(b []byte, now time.Time) (queue.NewJob, error) {
+	n, err := view.ParseJobJSON(b, now)
+	if err != nil {
+		return n, err
+	}
+	if n.Dir != "" && !filepath.IsAbs(n.Dir) && !strings.ContainsRune(n.Dir, 0) {
+		if abs, err := filepath.Abs(n.Dir); err == nil {
+			n.Dir = abs
+		}
+	}
+	return n, nil
 }
 
 // queueOverrides reads the per-queue settings a service's HCL file applied.

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/queuectl/queuectl/queue"
 )
@@ -40,6 +42,10 @@ func specErrorf(field, format string, a ...any) error {
 
 // ParseJobJSON decodes one job object strictly; run_at delays count from now.
 func ParseJobJSON(b []byte, now time.Time) (queue.NewJob, error) {
+	if !utf8.Valid(b) {
+		// The decoder would silently replace the bad bytes in an id or env.
+		return queue.NewJob{}, specErrorf("", "invalid job JSON: not valid UTF-8")
+	}
 	var s JobSpec
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -86,7 +92,7 @@ func jsonError(err error) (field, msg string) {
 	case errors.As(err, &syn):
 		return "", fmt.Sprintf("%s at byte %d", syn.Error(), syn.Offset)
 	case errors.As(err, &typ):
-		return typ.Field, fmt.Sprintf("field %q must be a %s, not %s", typ.Field, typ.Type, typ.Value)
+		return typ.Field, fmt.Sprintf("field %q must be %s, not %s", typ.Field, jsonKind(typ.Type), typ.Value)
 	case errors.Is(err, io.EOF):
 		return "", "empty input"
 	}
@@ -95,6 +101,28 @@ func jsonError(err error) (field, msg string) {
 		field = strings.Trim(rest, `"`)
 	}
 	return field, msg
+}
+
+// jsonKind names a Go type the way a JSON user knows it.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "another type"
 }
 
 // ParseTimeout parses a job timeout: seconds or a duration such as 90s.

@@ -1,0 +1,98 @@
+package queue
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ReservedEnvPrefix starts the names of the variables queuectl sets for a
+// job (QUEUECTL_JOB_ID, QUEUECTL_ATTEMPT, ...). A worker finds the leftover
+// processes of a killed worker by them, so a job may not set any of its own.
+const ReservedEnvPrefix = "QUEUECTL_"
+
+// MinTimeout is the shortest timeout a job may have; 0 means none.
+const MinTimeout = time.Millisecond
+
+// maxRunAt is the latest run_at a job may have: stores and JSON keep
+// four-digit years.
+var maxRunAt = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+
+const maxNameLen = 200
+
+// CheckName validates a job id or queue name: 1..200 bytes of valid UTF-8,
+// printable, without white space.
+func CheckName(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("%w: %s is empty", ErrInvalid, what)
+	}
+	if len(s) > maxNameLen {
+		return fmt.Errorf("%w: %s is longer than %d bytes", ErrInvalid, what, maxNameLen)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrInvalid, what, s)
+	}
+	for _, r := range s {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return fmt.Errorf("%w: %s %q contains white space or control characters", ErrInvalid, what, s)
+		}
+	}
+	return nil
+}
+
+// CheckEnv validates a job's environment: names non-empty without "=" or
+// NUL and not starting with ReservedEnvPrefix, values without NUL.
+func CheckEnv(env map[string]string) error {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch {
+		case k == "":
+			return fmt.Errorf("%w: env: a variable name is empty", ErrInvalid)
+		case strings.ContainsAny(k, "=\x00"):
+			return fmt.Errorf("%w: env: variable name %q contains \"=\" or NUL", ErrInvalid, k)
+		case strings.HasPrefix(k, ReservedEnvPrefix):
+			return fmt.Errorf("%w: env: variable %s: names starting with %s are reserved for queuectl", ErrInvalid, k, ReservedEnvPrefix)
+		case strings.ContainsRune(env[k], 0):
+			return fmt.Errorf("%w: env: the value of %s contains NUL", ErrInvalid, k)
+		}
+	}
+	return nil
+}
+
+// CheckDir validates a job's working directory: "" (inherit) or an
+// absolute path without NUL. Whether it exists is checked when the job runs.
+func CheckDir(dir string) error {
+	switch {
+	case dir == "":
+		return nil
+	case strings.ContainsRune(dir, 0):
+		return fmt.Errorf("%w: dir contains NUL", ErrInvalid)
+	case !filepath.IsAbs(dir):
+		return fmt.Errorf("%w: dir %q is not an absolute path", ErrInvalid, dir)
+	}
+	return nil
+}
+
+// CheckTimeout validates a job timeout: 0 (none) or MinTimeout..MaxTimeoutLimit.
+func CheckTimeout(d time.Duration) error {
+	if d != 0 && (d < MinTimeout || d > MaxTimeoutLimit) {
+		return fmt.Errorf("%w: timeout %s out of range %s..30d (0 means none)", ErrInvalid, d, MinTimeout)
+	}
+	return nil
+}
+
+// CheckRunAt validates a job's run_at: not beyond the year 9999.
+func CheckRunAt(t time.Time) error {
+	if t.After(maxRunAt) {
+		return fmt.Errorf("%w: run_at %s is beyond the year 9999", ErrInvalid, t.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
