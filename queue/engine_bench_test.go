@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuectl/queuectl/internal/proc"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/sqlite"
 	"github.com/rs/zerolog"
@@ -68,7 +69,7 @@ func BenchmarkEngineNoop(b *testing.B) {
 				t := time.Now().UTC()
 				return queue.RunResult{Started: t, Finished: t}
 			})
-			eng := queue.NewEngine(c, noop, queue.EngineConfig{Lanes: []queue.Lane{{Slots: slots}}, Log: zerolog.Nop()})
+			eng := queue.NewEngine(c, noop, queue.EngineConfig{Lanes: []queue.Lane{{Slots: slots}}, Log: zerolog.Nop(), Processes: proc.Host{}})
 			b.ResetTimer()
 			if err := eng.Start(context.Background()); err != nil {
 				b.Fatal(err)

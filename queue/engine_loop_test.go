@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuectl/queuectl/internal/proc"
 	"github.com/queuectl/queuectl/queue"
 )
 
@@ -108,6 +109,9 @@ func (s *spyStore) idleWaits() int {
 // the test ends.
 func startEngine(t *testing.T, st queue.Store, r queue.Runner, cfg queue.EngineConfig) *queue.Engine {
 	t.Helper()
+	if cfg.Processes == nil {
+		cfg.Processes = proc.Host{}
+	}
 	eng := queue.NewEngine(st, r, cfg)
 	if err := eng.Start(testCtx(t)); err != nil {
 		t.Fatalf("start engine: %v", err)
@@ -217,7 +221,7 @@ func TestEngineStopInterruptsWhenGraceEnds(t *testing.T) {
 	// The next worker runs it as attempt 1 again.
 	clock := newFakeClock(time.Now().Add(time.Second))
 	rerun := &scripted{clock: clock, results: []queue.RunResult{exited(0)}}
-	next := &fakeEngine{store: st, clock: clock, runner: rerun, eng: queue.NewEngine(st, rerun.runner(), queue.EngineConfig{Clock: clock})}
+	next := &fakeEngine{store: st, clock: clock, runner: rerun, eng: queue.NewEngine(st, rerun.runner(), queue.EngineConfig{Clock: clock, Processes: proc.Host{}})}
 	next.process(t, 1)
 	if env := rerun.calls()[0].Env; !slices.Contains(env, "QUEUECTL_ATTEMPT=1") {
 		t.Errorf("rerun env %v, want QUEUECTL_ATTEMPT=1", env)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuectl/queuectl/internal/proc"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/sqlite"
 )
@@ -165,7 +166,7 @@ func newFakeEngine(t *testing.T, results ...queue.RunResult) *fakeEngine {
 		results = []queue.RunResult{exited(0)}
 	}
 	r := &scripted{clock: clock, took: 1500 * time.Millisecond, results: results}
-	eng := queue.NewEngine(st, r.runner(), queue.EngineConfig{WorkerID: "test-worker", Clock: clock, Lease: 30 * time.Second})
+	eng := queue.NewEngine(st, r.runner(), queue.EngineConfig{WorkerID: "test-worker", Clock: clock, Lease: 30 * time.Second, Processes: proc.Host{}})
 	return &fakeEngine{store: st, clock: clock, runner: r, eng: eng}
 }
 

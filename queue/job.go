@@ -3,8 +3,9 @@
 // defaults, and the Engine that claims, runs, retries and dead-letters jobs.
 //
 // It imports no database driver, no CLI and no configuration format: stores
-// live in queue/sqlite and queue/postgres, and the shell executor is reached
-// through the Runner interface declared here.
+// live in queue/sqlite and queue/postgres, the shell executor is reached
+// through the Runner interface declared here, and the host's processes
+// through the Processes interface (implemented by internal/proc).
 //
 // Guarantee: execution is at-least-once. A job that Enqueue acknowledged is
 // durable; a job may run again after a crash, a lost lease or a power loss,

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/queuectl/queuectl/config"
 	"github.com/queuectl/queuectl/executor"
+	"github.com/queuectl/queuectl/internal/proc"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/scheduler"
 	"github.com/rs/zerolog"
@@ -310,7 +311,7 @@ func (s *service) apply(ctx context.Context, f *config.File) error {
 		return nil
 	}
 	eng := queue.NewEngine(s.st, shellRunner{executor.New(executor.Config{KillGrace: s.o.kill})}, queue.EngineConfig{
-		Lanes: lanes(f), Lease: s.o.lease, Log: s.log, Retry: s.o.retry, Host: s.a.hostName(),
+		Lanes: lanes(f), Lease: s.o.lease, Log: s.log, Retry: s.o.retry, Host: s.a.hostName(), Processes: proc.Host{},
 	})
 	if err := eng.Start(ctx); err != nil {
 		return err

@@ -123,7 +123,7 @@ func (a *app) runWorker(ctx context.Context, o *workerOptions) error {
 	log.Info().Str("database", redactDSN(dsn)).Strs("queues", o.queues).Int("slots", o.slots).Msg("worker starting")
 	eng := queue.NewEngine(st, shellRunner{executor.New(executor.Config{KillGrace: o.kill})}, queue.EngineConfig{
 		Lanes: []queue.Lane{{Queues: o.queues, Slots: o.slots}},
-		Lease: o.lease, Poll: o.poll, Log: log, Retry: retry, Host: a.hostName(),
+		Lease: o.lease, Poll: o.poll, Log: log, Retry: retry, Host: a.hostName(), Processes: proc.Host{},
 	})
 	return serve(ctx, log, o.grace, eng.Start, eng.Stop, eng.StopRequested())
 }

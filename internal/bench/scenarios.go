@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queuectl/queuectl/internal/proc"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/rs/zerolog"
 )
@@ -74,7 +75,7 @@ func (b *runner) engineRate(ctx context.Context, st queue.Store, n, slots int) (
 		now := time.Now().UTC()
 		return queue.RunResult{ExitCode: 0, Started: now, Finished: now}
 	})
-	eng := queue.NewEngine(c, noop, queue.EngineConfig{Lanes: []queue.Lane{{Slots: slots}}, Log: zerolog.Nop()})
+	eng := queue.NewEngine(c, noop, queue.EngineConfig{Lanes: []queue.Lane{{Slots: slots}}, Log: zerolog.Nop(), Processes: proc.Host{}})
 	start := time.Now()
 	if err := eng.Start(ctx); err != nil {
 		return 0, err

@@ -1,0 +1,20 @@
+package proc
+
+import "github.com/queuectl/queuectl/queue"
+
+// Host is this host's process table as the job engine uses it.
+type Host struct{}
+
+var _ queue.Processes = Host{}
+
+// BootID calls BootID.
+func (Host) BootID() string { return BootID() }
+
+// StartTime calls StartTime.
+func (Host) StartTime(pid int) (uint64, error) { return StartTime(pid) }
+
+// Alive calls Alive.
+func (Host) Alive(pid int, start uint64) bool { return Alive(pid, start) }
+
+// KillByEnv calls KillByEnv.
+func (Host) KillByEnv(entries ...string) (int, error) { return KillByEnv(entries...) }

@@ -1,0 +1,170 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// slotLanes claims work for the engine's lanes: each lane has its own slots
+// and queues, claims as many jobs as it has free slots, hands them to launch
+// and sleeps until a slot frees up, a wake-up arrives or its next delayed job
+// is due. Stop (phase 1 of shutdown) ends claiming; launched jobs run on.
+type slotLanes struct {
+	store  Store
+	clock  Clock
+	worker string
+	lease  time.Duration
+	poll   time.Duration
+	launch func(j *Job, done func())
+	log    zerolog.Logger
+	lanes  []Lane
+	wakes  []chan struct{} // one per lane
+	svc    service
+}
+
+// Start starts one claim loop per lane. It is safe to call twice.
+func (s *slotLanes) Start() {
+	s.svc.start(func(ctx context.Context) {
+		var wg sync.WaitGroup
+		for i, l := range s.lanes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.loop(ctx, l, s.wakes[i])
+			}()
+		}
+		wg.Wait()
+	})
+}
+
+// Stop stops claiming and waits for the claim loops to return (a claim in
+// flight completes first). It is safe to call twice.
+func (s *slotLanes) Stop() { s.svc.stop() }
+
+func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
+	log := s.log.With().Str("lane", l.Name).Logger()
+	freed := make(chan struct{}, 1)
+	var busy int
+	var mu sync.Mutex
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	failures := 0
+	for {
+		if ctx.Err() != nil {
+			return
+		}
+		mu.Lock()
+		free := l.Slots - busy
+		mu.Unlock()
+		wait := s.poll
+		if free > 0 {
+			jobs, err := s.claim(ctx, l, free)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return
+			case err != nil:
+				failures++
+				wait = retryDelay(failures)
+				log.Error().Err(err).Dur("retry_in", wait).Msg("claim jobs")
+			default:
+				failures = 0
+				for _, j := range jobs {
+					mu.Lock()
+					busy++
+					mu.Unlock()
+					s.launch(j, func() {
+						mu.Lock()
+						busy--
+						mu.Unlock()
+						poke(freed)
+					})
+				}
+				if len(jobs) == free {
+					continue // look again once a slot frees up
+				}
+				wait = s.untilNextRun(ctx, l)
+			}
+		}
+		resetTimer(timer, wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-freed:
+			gatherFreeSlots(ctx, l.Slots, freed, func() (int, int) {
+				mu.Lock()
+				defer mu.Unlock()
+				return l.Slots - busy, busy
+			})
+		case <-wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// batchWait bounds how long a lane waits for more slots to free up before
+// it claims, so that one claim serves several slots.
+const batchWait = time.Millisecond
+
+// gatherFreeSlots waits, at most batchWait, until half the lane's slots are
+// free (or none is busy), so that slots freed in a burst are refilled by
+// one claim instead of one claim each. A one-slot lane never waits.
+func gatherFreeSlots(ctx context.Context, slots int, freed chan struct{}, state func() (free, busy int)) {
+	want := (slots + 1) / 2
+	if free, busy := state(); free >= want || busy == 0 {
+		return
+	}
+	t := time.NewTimer(batchWait)
+	defer t.Stop()
+	for {
+		select {
+		case <-freed:
+			if free, busy := state(); free >= want || busy == 0 {
+				return
+			}
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// retryDelay backs off store errors: 100ms, 200ms … up to 5s.
+func retryDelay(failures int) time.Duration {
+	d := 100 * time.Millisecond << min(failures-1, 6)
+	return min(d, 5*time.Second)
+}
+
+// untilNextRun is how long an idle lane may sleep: until the earliest
+// future run_at, but no longer than the poll interval.
+func (s *slotLanes) untilNextRun(ctx context.Context, l Lane) time.Duration {
+	next, err := s.store.NextRunAt(ctx, l.Queues)
+	if err != nil || next.IsZero() {
+		return s.poll
+	}
+	d := next.Sub(s.clock.Now()) + time.Millisecond
+	return max(min(d, s.poll), time.Millisecond)
+}
+
+func (s *slotLanes) claim(ctx context.Context, l Lane, n int) ([]*Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// Once sent, a claim is not cancelled by Stop: a claim that commits on
+	// the server while its reply is abandoned would leave jobs processing
+	// under this worker, to be charged a lost attempt later.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	now := s.clock.Now()
+	jobs, err := s.store.ClaimJobs(cctx, ClaimParams{
+		Worker: s.worker, Queues: l.Queues, Limit: n, Now: now, LeaseUntil: now.Add(s.lease),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim jobs: %w", err)
+	}
+	return jobs, nil
+}

@@ -1,0 +1,84 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// leaseKeeper renews the worker's registration and the leases of the jobs
+// it runs. Every heartbeat also brings back what the store asks of this
+// worker: attempts whose lease was lost (stopped as lost), attempts with a
+// cancel request (stopped as cancelled) and a stop request for the worker.
+// Idle workers beat every Lease/3; busy ones every CancelPoll, or at once on
+// a wake-up, so that cancel requests take effect quickly.
+type leaseKeeper struct {
+	store      Store
+	clock      Clock
+	me         *WorkerInfo // re-registered if another process removed it
+	lease      time.Duration
+	cancelPoll time.Duration
+	running    *runningSet
+	wake       chan struct{}
+	stopAsked  func() // the store asked this worker to stop
+	log        zerolog.Logger
+	svc        service
+}
+
+// Start starts renewing. It is safe to call twice.
+func (k *leaseKeeper) Start() { k.svc.start(k.loop) }
+
+// Stop stops renewing and waits for a heartbeat in flight. It is safe to
+// call twice.
+func (k *leaseKeeper) Stop() { k.svc.stop() }
+
+func (k *leaseKeeper) loop(ctx context.Context) {
+	every := k.lease / 3
+	last := k.clock.Now()
+	repeat(ctx, k.cancelPoll, k.wake, func(ctx context.Context) time.Duration {
+		ids := k.running.ids()
+		// Idle workers renew only their registration, every Lease/3; busy
+		// ones also look for cancel requests every CancelPoll.
+		if now := k.clock.Now(); len(ids) > 0 || now.Sub(last) >= every {
+			if err := k.heartbeat(ctx, ids); err != nil && ctx.Err() == nil {
+				k.log.Warn().Err(err).Msg("heartbeat")
+			} else {
+				last = now
+			}
+		}
+		return k.cancelPoll
+	})
+}
+
+// heartbeat renews the registration and the leases of ids, and acts on
+// what the store answers.
+func (k *leaseKeeper) heartbeat(ctx context.Context, ids []string) error {
+	now := k.clock.Now()
+	p := HeartbeatParams{Worker: k.me.ID, Jobs: ids, Now: now, LeaseUntil: now.Add(k.lease)}
+	res, err := k.store.Heartbeat(ctx, p)
+	if errors.Is(err, ErrNotFound) {
+		// Another process took this worker for dead (a long pause or a
+		// network cut); register again and carry on with what we still hold.
+		k.log.Warn().Msg("worker registration was removed; registering again")
+		k.me.HeartbeatAt = now
+		if err = k.store.RegisterWorker(ctx, k.me); err == nil {
+			res, err = k.store.Heartbeat(ctx, p)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("heartbeat: %w", err)
+	}
+	k.running.stop(res.Lost, OutcomeLost, func(id string) {
+		k.log.Warn().Str("job_id", id).Msg("lease lost; stopping the job")
+	})
+	k.running.stop(res.Cancel, OutcomeCancelled, func(id string) {
+		k.log.Info().Str("job_id", id).Msg("cancel requested; stopping the job")
+	})
+	if res.StopRequested {
+		k.stopAsked()
+	}
+	return nil
+}

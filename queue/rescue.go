@@ -1,0 +1,155 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// rescuer sends the jobs of dead workers back through the retry path as
+// lost attempts: jobs whose lease expired, and jobs of workers certainly
+// gone (on this host, their process is gone; elsewhere, no heartbeat for two
+// leases). It kills what is left of a lost attempt on this host and
+// unregisters dead workers.
+type rescuer struct {
+	store   Store
+	clock   Clock
+	me      WorkerInfo // this worker's identity: ID, Host, BootID
+	lease   time.Duration
+	every   time.Duration
+	running *runningSet // this engine's own jobs, left alone while they run
+	procs   Processes
+	retry   RetryPolicy
+	log     zerolog.Logger
+	svc     service
+}
+
+// Start looks for lost jobs now and then every r.every. It is safe to call
+// twice.
+func (r *rescuer) Start() { r.svc.start(r.loop) }
+
+// Stop stops looking and waits for a pass in flight. It is safe to call twice.
+func (r *rescuer) Stop() { r.svc.stop() }
+
+func (r *rescuer) loop(ctx context.Context) {
+	repeat(ctx, 0, nil, func(ctx context.Context) time.Duration {
+		if _, err := r.rescueOnce(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn().Err(err).Msg("rescue lost jobs")
+		}
+		return r.every
+	})
+}
+
+// rescueOnce makes one pass and returns how many jobs it rescued.
+func (r *rescuer) rescueOnce(ctx context.Context) (int, error) {
+	now := r.clock.Now()
+	workers, err := r.store.ListWorkers(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list workers: %w", err)
+	}
+	dead := map[string]bool{}
+	for _, w := range workers {
+		if w.ID != r.me.ID && r.workerGone(w, now) {
+			dead[w.ID] = true
+		}
+	}
+	cands, err := r.store.RescueCandidates(ctx, RescueParams{Now: now, Host: r.me.Host, BootID: r.me.BootID})
+	if err != nil {
+		return 0, fmt.Errorf("find lost jobs: %w", err)
+	}
+	var fs []Finish
+	for _, j := range cands {
+		expired := !j.LeaseUntil.After(now)
+		// A job whose worker is not in the snapshot may belong to a worker that
+		// registered after it was taken: only lease expiry decides those.
+		// This engine's own jobs are skipped only while it runs them: a
+		// claim whose reply was lost (the connection dropped after the
+		// commit) leaves a job under this worker that nothing renews.
+		if (j.Worker == r.me.ID && r.running.has(j.ID)) || !(expired || dead[j.Worker]) {
+			continue
+		}
+		if r.sameHost(workers, j.Worker) {
+			r.killLeftovers(j)
+		}
+		reason := "worker lost: lease expired"
+		if dead[j.Worker] {
+			reason = "worker lost: process " + j.Worker + " is gone"
+		}
+		f := r.retry.Decide(j, j.Worker, End{
+			Outcome: OutcomeLost, Error: reason, Started: j.StartedAt, Finished: now,
+		}, now)
+		if !dead[j.Worker] {
+			f.LeaseExpiredBy = now // its worker may be alive: only an expired lease is taken
+		}
+		fs = append(fs, f)
+	}
+	n, err := r.record(ctx, fs)
+	if err != nil {
+		return 0, err
+	}
+	for id := range dead {
+		if err := r.store.UnregisterWorker(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+			return n, fmt.Errorf("unregister dead worker: %w", err)
+		}
+	}
+	return n, nil
+}
+
+// killLeftovers kills what is left of j's lost attempt on this host: every
+// process carrying its job id and attempt number, with the process groups
+// they lead.
+func (r *rescuer) killLeftovers(j *Job) {
+	n, err := r.procs.KillByEnv("QUEUECTL_JOB_ID="+j.ID, "QUEUECTL_ATTEMPT="+strconv.Itoa(j.Attempts))
+	if err != nil {
+		r.log.Warn().Err(err).Str("job_id", j.ID).Msg("kill leftover processes of lost attempt")
+	} else if n > 0 {
+		r.log.Info().Str("job_id", j.ID).Int("processes", n).Msg("killed leftover processes of lost attempt")
+	}
+}
+
+// record writes the rescued outcomes and counts those whose job was still
+// where the rescue found it.
+func (r *rescuer) record(ctx context.Context, fs []Finish) (int, error) {
+	if len(fs) == 0 {
+		return 0, nil
+	}
+	applied, err := r.store.FinishJobs(ctx, fs)
+	if err != nil {
+		return 0, fmt.Errorf("record lost jobs: %w", err)
+	}
+	n := 0
+	for i, ok := range applied {
+		if ok {
+			n++
+			r.log.Warn().Str("job_id", fs[i].JobID).Int("attempt", fs[i].Attempt).Str("state", string(fs[i].State)).
+				Str("error", fs[i].Error).Msg("rescued lost job")
+		}
+	}
+	return n, nil
+}
+
+func (r *rescuer) sameHost(ws []*WorkerInfo, id string) bool {
+	for _, w := range ws {
+		if w.ID == id {
+			return w.Host == r.me.Host && w.BootID == r.me.BootID
+		}
+	}
+	return false
+}
+
+// workerGone reports whether w is certainly dead: on this host, its process
+// is gone (or the host rebooted since); elsewhere, its heartbeat is older
+// than two leases.
+func (r *rescuer) workerGone(w *WorkerInfo, now time.Time) bool {
+	if w.Host == r.me.Host && r.me.BootID != "" {
+		if w.BootID != r.me.BootID {
+			return true
+		}
+		return !r.procs.Alive(w.PID, w.ProcStart)
+	}
+	return now.Sub(w.HeartbeatAt) > 2*r.lease
+}
