@@ -58,6 +58,14 @@ func (s State) Finished() bool {
 	return s == StateCompleted || s == StateDead || s == StateCancelled
 }
 
+// Retryable reports whether a user may send a job in state s back to
+// pending: a failed one skips its backoff, a dead one starts over.
+func (s State) Retryable() bool { return s == StateFailed || s == StateDead }
+
+// Discardable reports whether a user may delete a job in state s: any job
+// but a running one, which its worker holds.
+func (s State) Discardable() bool { return s != StateProcessing }
+
 // Outcome is how one attempt ended.
 type Outcome string
 

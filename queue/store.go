@@ -61,6 +61,9 @@ type Store interface {
 	CountJobs(ctx context.Context) ([]Count, error)
 	// AttemptStats returns finished attempts since the given time, for stats.
 	AttemptStats(ctx context.Context, since time.Time) ([]AttemptStat, error)
+	// Metrics returns the figures the database keeps for monitoring: a
+	// bounded number of cheap reads, whatever the size of the tables.
+	Metrics(ctx context.Context, now time.Time) (*Metrics, error)
 
 	// RetryJobs moves failed or dead jobs (all dead jobs when p.AllDead) back
 	// to pending, runnable now, with attempts reset. It returns the ids moved.
@@ -69,6 +72,10 @@ type Store interface {
 	// it sets the cancel request the worker acts on. It returns the state the
 	// job had.
 	CancelJob(ctx context.Context, id string, now time.Time) (State, error)
+	// DiscardJobs deletes jobs and their history for good: the named ones
+	// (all or none; a running job cannot be discarded), or every dead job
+	// (of p.Queue when set) when p.AllDead. It returns the ids deleted.
+	DiscardJobs(ctx context.Context, p DiscardParams) ([]string, error)
 	// DeleteJobs deletes finished jobs (and their history) last updated before p.Before.
 	DeleteJobs(ctx context.Context, p DeleteParams) (int, error)
 
@@ -149,7 +156,13 @@ type RescueParams struct {
 type ListParams struct {
 	States []State
 	Queue  string
-	Limit  int
+	// Search keeps jobs whose id or command contains this text (case-sensitive).
+	Search string
+	// After is a page cursor: only jobs listed after the job with this id
+	// (the last one of the previous page). Jobs added meanwhile do not shift
+	// the pages. An unknown id is ErrNotFound.
+	After string
+	Limit int
 }
 
 // Count is the number of jobs in one queue and state.
@@ -172,7 +185,37 @@ type AttemptStat struct {
 type RetryParams struct {
 	IDs     []string
 	AllDead bool
+	Queue   string // with AllDead: only this queue's dead jobs ("" every queue)
 	Now     time.Time
+}
+
+// DiscardParams selects jobs to delete for good.
+type DiscardParams struct {
+	IDs     []string
+	AllDead bool
+	Queue   string // with AllDead: only this queue's dead jobs ("" every queue)
+}
+
+// Metrics are the figures a store keeps for monitoring. The totals are
+// kept by the database as attempts start and finish, so they count the work
+// of every process and host; they only grow (a Prometheus counter).
+type Metrics struct {
+	RunTimes    []MetricTotal // finished attempts by queue, outcome and run time bucket
+	StartDelays []MetricTotal // claimed jobs by queue and run_at-to-start delay bucket
+	// OldestPending is, per queue with pending jobs due by now, the
+	// earliest run_at among them.
+	OldestPending map[string]time.Time
+}
+
+// MetricTotal is one bucket of a histogram the store keeps: the number and
+// total duration of observations greater than the previous bucket's bound
+// and at most LE (math.MaxInt64 for the last, unbounded bucket).
+type MetricTotal struct {
+	Queue   string
+	Outcome Outcome // RunTimes only
+	LE      time.Duration
+	N       int64
+	Sum     time.Duration
 }
 
 // DeleteParams selects finished jobs to delete.

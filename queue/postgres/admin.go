@@ -17,45 +17,11 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 	var moved []string
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		moved = nil
-		ids := append([]string(nil), p.IDs...)
-		if p.AllDead {
-			rows, err := tx.Query(ctx, `SELECT id FROM jobs WHERE state = 'dead' ORDER BY created_at, seq`)
-			if err != nil {
-				return err
-			}
-			dead, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				return err
-			}
-			ids = append(ids, dead...)
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		rows, err := tx.Query(ctx, `SELECT id, state FROM jobs WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
-		if err != nil {
+		ids, err := lockJobs(ctx, tx, p.IDs, p.AllDead, p.Queue, queue.State.Retryable, "only failed or dead jobs can be retried")
+		if err != nil || len(ids) == 0 {
 			return err
 		}
-		states := map[string]string{}
-		var id, state string
-		_, err = pgx.ForEachRow(rows, []any{&id, &state}, func() error {
-			states[id] = state
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			state, ok := states[id]
-			if !ok {
-				return fmt.Errorf("job %q: %w", id, queue.ErrNotFound)
-			}
-			if state != string(queue.StateFailed) && state != string(queue.StateDead) {
-				return fmt.Errorf("job %q is %s: %w (only failed or dead jobs can be retried)", id, state, queue.ErrConflict)
-			}
-			states[id] = string(queue.StatePending)
-			moved = append(moved, id)
-		}
+		moved = ids
 		// A dead job starts over with its attempts reset; a failed one just
 		// skips the rest of its backoff.
 		_, err = tx.Exec(ctx, `UPDATE jobs SET state = 'pending', run_at = $1, updated_at = $1,
@@ -73,6 +39,77 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 		s.wake.broadcast()
 	}
 	return moved, nil
+}
+
+// lockJobs locks the named jobs and, with allDead, every dead job (of
+// queue q when given), in id order so that concurrent callers cannot
+// deadlock. It checks that each exists and that allow accepts its state
+// (rule says which it accepts), and returns the ids once each, named ones
+// first in the order given.
+func lockJobs(ctx context.Context, tx pgx.Tx, named []string, allDead bool, q string,
+	allow func(queue.State) bool, rule string) ([]string, error) {
+	ids := append([]string(nil), named...)
+	if allDead {
+		rows, err := tx.Query(ctx, `SELECT id FROM jobs WHERE state = 'dead' AND ($1 = '' OR queue = $1)
+			ORDER BY created_at, seq`, q)
+		if err != nil {
+			return nil, err
+		}
+		dead, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, dead...)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT id, state FROM jobs WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+	if err != nil {
+		return nil, err
+	}
+	states := map[string]string{}
+	var id, state string
+	if _, err = pgx.ForEachRow(rows, []any{&id, &state}, func() error {
+		states[id] = state
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := ids[:0]
+	for _, id := range ids {
+		state, ok := states[id]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("job %q: %w", id, queue.ErrNotFound)
+		case state == "":
+			continue // named twice
+		case !allow(queue.State(state)):
+			return nil, fmt.Errorf("job %q is %s: %w (%s)", id, state, queue.ErrConflict, rule)
+		}
+		states[id] = ""
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// DiscardJobs implements queue.Store. It deletes all named jobs or none.
+func (s *Store) DiscardJobs(ctx context.Context, p queue.DiscardParams) ([]string, error) {
+	var gone []string
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		gone = nil
+		ids, err := lockJobs(ctx, tx, p.IDs, p.AllDead, p.Queue, queue.State.Discardable, "a running job cannot be discarded: cancel it first")
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		gone = ids
+		_, err = tx.Exec(ctx, `DELETE FROM jobs WHERE id = ANY($1)`, gone)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("discard jobs: %w", err)
+	}
+	return gone, nil
 }
 
 // CancelJob implements queue.Store.

@@ -93,6 +93,23 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) ([]*queue.Job,
 		args = append(args, p.Queue)
 		where = append(where, fmt.Sprintf("queue = $%d", len(args)))
 	}
+	if p.Search != "" {
+		args = append(args, p.Search)
+		where = append(where, fmt.Sprintf("(strpos(id, $%d) > 0 OR strpos(command, $%[1]d) > 0)", len(args)))
+	}
+	if p.After != "" {
+		var created time.Time
+		var seq int64
+		err := s.pool.QueryRow(ctx, `SELECT created_at, seq FROM jobs WHERE id = $1`, p.After).Scan(&created, &seq)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("list jobs: cursor job %q: %w", p.After, queue.ErrNotFound)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list jobs: %w", err)
+		}
+		args = append(args, created, seq)
+		where = append(where, fmt.Sprintf("(created_at, seq) < ($%d, $%d)", len(args)-1, len(args)))
+	}
 	query := `SELECT ` + allJobColumns + ` FROM jobs`
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")

@@ -17,33 +17,14 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 	var moved []string
 	err := s.write(ctx, true, func(tx *sql.Tx) error {
 		moved = nil
-		ids := p.IDs
-		if p.AllDead {
-			rows, err := tx.QueryContext(ctx, `SELECT id FROM jobs WHERE state = 'dead' ORDER BY created_at`)
-			if err != nil {
-				return err
-			}
-			dead, err := scanColumn[string](rows)
-			if err != nil {
-				return err
-			}
-			ids = append(ids, dead...)
+		ids, err := pickJobs(ctx, tx, p.IDs, p.AllDead, p.Queue, queue.State.Retryable, "only failed or dead jobs can be retried")
+		if err != nil {
+			return err
 		}
 		for _, id := range ids {
-			var state string
-			err := tx.QueryRowContext(ctx, `SELECT state FROM jobs WHERE id = ?`, id).Scan(&state)
-			if errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("job %q: %w", id, queue.ErrNotFound)
-			}
-			if err != nil {
-				return err
-			}
-			if state != string(queue.StateFailed) && state != string(queue.StateDead) {
-				return fmt.Errorf("job %q is %s: %w (only failed or dead jobs can be retried)", id, state, queue.ErrConflict)
-			}
 			// A dead job starts over with its attempts reset; a failed one
 			// just skips the rest of its backoff.
-			_, err = tx.ExecContext(ctx, `UPDATE jobs SET state = 'pending', run_at = ?, updated_at = ?,
+			_, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'pending', run_at = ?, updated_at = ?,
 				attempts = CASE state WHEN 'dead' THEN 0 ELSE attempts END WHERE id = ?`, toUS(p.Now), toUS(p.Now), id)
 			if err != nil {
 				return err
@@ -59,6 +40,68 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 		s.wake.notify()
 	}
 	return moved, nil
+}
+
+// pickJobs returns the named jobs and, with allDead, every dead job (of
+// queue q when given), once each, after checking that each exists and that
+// allow accepts its state (rule says which states it accepts).
+func pickJobs(ctx context.Context, tx *sql.Tx, named []string, allDead bool, q string,
+	allow func(queue.State) bool, rule string) ([]string, error) {
+	ids := append([]string(nil), named...)
+	if allDead {
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM jobs WHERE state = 'dead' AND (?1 = '' OR queue = ?1) ORDER BY created_at`, q)
+		if err != nil {
+			return nil, err
+		}
+		dead, err := scanColumn[string](rows)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, dead...)
+	}
+	seen := make(map[string]bool, len(ids))
+	out := ids[:0]
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		var state string
+		err := tx.QueryRowContext(ctx, `SELECT state FROM jobs WHERE id = ?`, id).Scan(&state)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("job %q: %w", id, queue.ErrNotFound)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !allow(queue.State(state)) {
+			return nil, fmt.Errorf("job %q is %s: %w (%s)", id, state, queue.ErrConflict, rule)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// DiscardJobs implements queue.Store. It deletes all named jobs or none.
+func (s *Store) DiscardJobs(ctx context.Context, p queue.DiscardParams) ([]string, error) {
+	var gone []string
+	err := s.write(ctx, true, func(tx *sql.Tx) error {
+		ids, err := pickJobs(ctx, tx, p.IDs, p.AllDead, p.Queue, queue.State.Discardable, "a running job cannot be discarded: cancel it first")
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE id = ?`, id); err != nil {
+				return err
+			}
+		}
+		gone = ids
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("discard jobs: %w", err)
+	}
+	return gone, nil
 }
 
 // CancelJob implements queue.Store.

@@ -106,6 +106,22 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) ([]*queue.Job,
 		where = append(where, "queue = ?")
 		args = append(args, p.Queue)
 	}
+	if p.Search != "" {
+		where = append(where, "(instr(id, ?) > 0 OR instr(command, ?) > 0)")
+		args = append(args, p.Search, p.Search)
+	}
+	if p.After != "" {
+		var after int64
+		err := s.readDB.QueryRowContext(ctx, `SELECT rowid FROM jobs WHERE id = ?`, p.After).Scan(&after)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("list jobs: cursor job %q: %w", p.After, queue.ErrNotFound)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list jobs: %w", describe(err))
+		}
+		where = append(where, "rowid < ?")
+		args = append(args, after)
+	}
 	query := `SELECT ` + jobColumns + ` FROM jobs`
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")

@@ -55,6 +55,10 @@ func Run(t *testing.T, newDB NewDB) {
 		{"Queues", testQueues},
 		{"CancelWinsOverRetry", testCancelWinsOverRetry},
 		{"ExpiredLeaseIsNotRenewed", testExpiredLeaseIsNotRenewed},
+		{"Discard", testDiscard},
+		{"RetryDeadByQueue", testRetryDeadByQueue},
+		{"ListSearchAndCursor", testListSearchAndCursor},
+		{"Metrics", testMetrics},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

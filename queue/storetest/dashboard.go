@@ -1,0 +1,148 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+// deadJob inserts a job with no retries in queue q and lets it fail once.
+func deadJob(t *testing.T, s queue.Store, id, q string) {
+	t.Helper()
+	insert(t, s, job(t, id, func(n *queue.NewJob) { n.MaxRetries = ptr(0); n.Queue = q }))
+	got := claim(t, s, "w", 1, t0, q)
+	if len(got) != 1 || got[0].ID != id {
+		t.Fatalf("claim %s: %v", id, ids(got))
+	}
+	finish(t, s, got[0], "w", failed(t0), t0)
+}
+
+func testDiscard(t *testing.T, open Opener) {
+	s := open(t)
+	deadJob(t, s, "d1", "a")
+	deadJob(t, s, "d2", "b")
+	deadJob(t, s, "d3", "a")
+	insert(t, s, job(t, "run", nil), job(t, "wait", nil))
+	claim(t, s, "w", 1, t0) // "run" is processing now
+	if _, err := s.DiscardJobs(ctx(t), queue.DiscardParams{IDs: []string{"wait", "run"}}); !errors.Is(err, queue.ErrConflict) {
+		t.Fatalf("discard a running job: %v, want ErrConflict", err)
+	}
+	if _, err := s.DiscardJobs(ctx(t), queue.DiscardParams{IDs: []string{"wait", "nope"}}); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("discard an unknown job: %v, want ErrNotFound", err)
+	}
+	get(t, s, "wait") // all or none: still there
+	gone, err := s.DiscardJobs(ctx(t), queue.DiscardParams{IDs: []string{"wait"}})
+	if err != nil || !equal(gone, []string{"wait"}) {
+		t.Fatalf("discard one: %v %v", gone, err)
+	}
+	if _, err := s.GetJob(ctx(t), "wait"); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("discarded job still there: %v", err)
+	}
+	if _, err := s.Attempts(ctx(t), "d1"); err != nil {
+		t.Fatal(err)
+	}
+	gone, err = s.DiscardJobs(ctx(t), queue.DiscardParams{AllDead: true, Queue: "a"})
+	if err != nil || !equal(gone, []string{"d1", "d3"}) {
+		t.Fatalf("discard dead of queue a: %v %v", gone, err)
+	}
+	if h, _ := s.Attempts(ctx(t), "d1"); len(h) != 0 {
+		t.Fatalf("history of a discarded job: %v", h)
+	}
+	gone, err = s.DiscardJobs(ctx(t), queue.DiscardParams{AllDead: true})
+	if err != nil || !equal(gone, []string{"d2"}) {
+		t.Fatalf("discard all dead: %v %v", gone, err)
+	}
+	if gone, err = s.DiscardJobs(ctx(t), queue.DiscardParams{AllDead: true}); err != nil || len(gone) != 0 {
+		t.Fatalf("discard from an empty DLQ: %v %v", gone, err)
+	}
+}
+
+func testRetryDeadByQueue(t *testing.T, open Opener) {
+	s := open(t)
+	deadJob(t, s, "a1", "a")
+	deadJob(t, s, "b1", "b")
+	moved, err := s.RetryJobs(ctx(t), queue.RetryParams{AllDead: true, Queue: "b", Now: t0})
+	if err != nil || !equal(moved, []string{"b1"}) {
+		t.Fatalf("retry dead of queue b: %v %v", moved, err)
+	}
+	if j := get(t, s, "a1"); j.State != queue.StateDead {
+		t.Fatalf("a1 is %s, want dead", j.State)
+	}
+}
+
+func testListSearchAndCursor(t *testing.T, open Opener) {
+	s := open(t)
+	for i := range 7 {
+		insert(t, s, job(t, fmt.Sprintf("j%d", i), func(n *queue.NewJob) {
+			n.Command = fmt.Sprintf("echo %d", i)
+			if i == 3 {
+				n.Command = "backup --full"
+			}
+		}))
+	}
+	found, err := s.ListJobs(ctx(t), queue.ListParams{Search: "backup"})
+	if err != nil || !equal(ids(found), []string{"j3"}) {
+		t.Fatalf("search in command: %v %v", ids(found), err)
+	}
+	if found, _ = s.ListJobs(ctx(t), queue.ListParams{Search: "j5"}); !equal(ids(found), []string{"j5"}) {
+		t.Fatalf("search in id: %v", ids(found))
+	}
+	page1, _ := s.ListJobs(ctx(t), queue.ListParams{Limit: 3})
+	// Jobs added between pages go to the top and shift nothing.
+	insert(t, s, job(t, "late", nil))
+	page2, err := s.ListJobs(ctx(t), queue.ListParams{Limit: 3, After: page1[len(page1)-1].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page3, _ := s.ListJobs(ctx(t), queue.ListParams{Limit: 3, After: page2[len(page2)-1].ID})
+	got := append(append(ids(page1), ids(page2)...), ids(page3)...)
+	if !equal(got, []string{"j6", "j5", "j4", "j3", "j2", "j1", "j0"}) {
+		t.Fatalf("pages: %v", got)
+	}
+	if _, err := s.ListJobs(ctx(t), queue.ListParams{After: "nope"}); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("unknown cursor: %v, want ErrNotFound", err)
+	}
+}
+
+func testMetrics(t *testing.T, open Opener) {
+	s := open(t)
+	insert(t, s, job(t, "ok", func(n *queue.NewJob) { n.Queue = "q" }))
+	insert(t, s, job(t, "later", func(n *queue.NewJob) { n.Queue = "q"; n.RunAt = t0.Add(time.Hour) }))
+	insert(t, s, job(t, "waits", func(n *queue.NewJob) { n.Queue = "r" }))
+	start := t0.Add(2 * time.Second)
+	got := claim(t, s, "w", 1, start, "q")
+	finish(t, s, got[0], "w", succeeded(start, "hi"), start)
+	m, err := s.Metrics(ctx(t), t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.RunTimes) != 1 {
+		t.Fatalf("run time totals: %+v", m.RunTimes)
+	}
+	rt := m.RunTimes[0]
+	if rt.Queue != "q" || rt.Outcome != queue.OutcomeSucceeded || rt.N != 1 || rt.Sum != 1500*time.Millisecond || rt.LE != 2500*time.Millisecond {
+		t.Fatalf("run time total: %+v", rt)
+	}
+	if len(m.StartDelays) != 1 || m.StartDelays[0].Queue != "q" || m.StartDelays[0].Sum != 2*time.Second ||
+		m.StartDelays[0].LE != 2500*time.Millisecond {
+		t.Fatalf("start delay totals: %+v", m.StartDelays)
+	}
+	// "later" is not due yet; "waits" has been due for a minute.
+	if len(m.OldestPending) != 1 || !m.OldestPending["r"].Equal(t0) {
+		t.Fatalf("oldest pending: %v", m.OldestPending)
+	}
+	// A long run lands in the unbounded bucket; totals only grow.
+	insert(t, s, job(t, "slow", func(n *queue.NewJob) { n.Queue = "q" }))
+	got = claim(t, s, "w", 1, start, "q")
+	finish(t, s, got[0], "w", queue.End{Outcome: queue.OutcomeTimedOut, Started: start, Finished: start.Add(3 * time.Hour)}, start.Add(3*time.Hour))
+	if m, err = s.Metrics(ctx(t), t0); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.RunTimes) != 2 || m.RunTimes[1].Outcome != queue.OutcomeTimedOut || m.RunTimes[1].LE != time.Duration(math.MaxInt64) {
+		t.Fatalf("run time totals: %+v", m.RunTimes)
+	}
+}
