@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/queuectl/queuectl/queue"
+	"github.com/spf13/cobra"
+)
+
+// backuper is a store that can copy itself while in use (SQLite).
+type backuper interface {
+	Backup(ctx context.Context, path string) error
+}
+
+func (a *app) backupCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "backup FILE",
+		Short: "Copy the SQLite database to FILE while workers keep running",
+		Long: `Write a consistent copy of the SQLite database to FILE (which must not
+exist), online: workers and services keep running. The copy is one snapshot
+(SQLite's VACUUM INTO), compacted, synced to disk and then renamed into place.
+
+To restore: stop the service and workers, replace the database file with the
+copy (removing its -wal and -shm files), and start them again. PostgreSQL
+databases are backed up with the server's tools (pg_dump).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+				b, ok := st.(backuper)
+				if !ok {
+					return usageError{errors.New("backup: only SQLite databases are copied by queuectl; back up PostgreSQL with pg_dump")}
+				}
+				if err := b.Backup(ctx, args[0]); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintf(a.stdout, "backed up to %s\n", args[0])
+				return err
+			})
+		},
+	}
+}

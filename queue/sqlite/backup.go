@@ -1,0 +1,63 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Backup writes a consistent copy of the database to path while other
+// processes keep working on it. VACUUM INTO reads one snapshot (a read
+// transaction: in WAL mode writers are not blocked) into a fresh, compact
+// file. The copy is written beside path under a temporary name, synced, and
+// renamed into place, so path is either absent or a complete database.
+// An existing path is an error: a backup never overwrites.
+func (s *Store) Backup(ctx context.Context, path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	if _, err := os.Lstat(abs); err == nil {
+		return fmt.Errorf("backup: %s exists; choose a new file", path)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(abs), "."+filepath.Base(abs)+".partial-*")
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	tmpPath := tmp.Name()
+	tmp.Close()
+	os.Remove(tmpPath) // VACUUM INTO wants a file that does not exist
+	defer os.Remove(tmpPath)
+	// A connection of its own: the read pool is query-only, and the writer
+	// must stay free for this process's writes during a long copy.
+	db, err := sql.Open("sqlite3", dsn(s.path, false))
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "VACUUM INTO ?", tmpPath); err != nil {
+		return fmt.Errorf("backup: vacuum into: %w", err)
+	}
+	if err := os.Chmod(tmpPath, 0o600); err != nil { // jobs carry commands and environments
+		return fmt.Errorf("backup: %w", err)
+	}
+	if err := syncFile(tmpPath); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	if err := os.Link(tmpPath, abs); err != nil { // fails if path appeared meanwhile
+		return fmt.Errorf("backup: %w", err)
+	}
+	return syncFile(filepath.Dir(abs))
+}
+
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	return errors.Join(err, f.Close())
+}
