@@ -78,7 +78,7 @@ func ptr[T any](v T) *T { return &v }
 func TestLoadExample(t *testing.T) {
 	const path = "../examples/queue.hcl"
 	f, diags := Load(path, Options{LookupEnv: fakeEnv(map[string]string{
-		"PGHOST":  "db.internal",
+		"TMPDIR":  "/scratch",
 		"APP_ENV": "Prod",
 	})})
 	if diags.HasErrors() || len(diags) > 0 {
@@ -111,21 +111,23 @@ func TestLoadExample(t *testing.T) {
 	wantJobs := []Job{
 		{
 			Name: "nightly-backup", Queue: "default", Schedule: "0 2 * * *", TimeZone: "Europe/Berlin",
-			Command: "pg_dump --no-owner app > /var/backups/app.sql",
-			Env:     map[string]string{"PGHOST": "db.internal", "BACKUP_DIR": "/var/backups"},
+			Command: `mkdir -p "backups" && queuectl -c queue.hcl backup "backups/queue-$(date +%F)-$QUEUECTL_JOB_ID.db"`,
+			Dir:     exampleDir,
+			Env:     map[string]string{"APP_ENV": "prod", "TMPDIR": "/scratch"},
 			Overlap: "skip", CatchUp: "latest", MaxCatchUp: 100, Jitter: 30 * time.Second, Priority: 5, Enabled: true,
 			Retry: Retry{Timeout: ptr(30 * time.Minute)},
 		},
 		{
 			Name: "daily-report", Queue: "reports", Schedule: "30 6 * * MON-FRI", TimeZone: "America/New_York",
-			Command: `report --env prod --date "$(date -d yesterday +%F)"`,
+			Command: `echo "report for prod, $(date +%F)" && queuectl -c queue.hcl stats --since 24h`,
+			Dir:     exampleDir,
 			Overlap: "skip", CatchUp: "all", MaxCatchUp: 3, Enabled: true,
 			Retry: Retry{MaxRetries: ptr(2)},
 		},
 		{
 			Name: "weekly-cleanup", Queue: "default", Schedule: "15 0 4 * * SUN", TimeZone: "UTC",
-			Command: "find \"/var/backups\" -name '*.sql' -mtime +14 -delete\n./prune-logs.sh \"${HOME}/logs\"\n",
-			Dir:     filepath.Join(exampleDir, "scripts"),
+			Command: "scripts/prune.sh \"backups\" 14\nscripts/prune.sh \"${QUEUECTL_HOME:-$HOME/.queuectl}/logs\" 30\n",
+			Dir:     exampleDir,
 			Overlap: "skip", CatchUp: "latest", MaxCatchUp: 100, Priority: -1, Enabled: true,
 			Retry: Retry{BackoffBase: ptr(3.0), MaxBackoff: ptr(2 * time.Hour)},
 		},
@@ -179,16 +181,16 @@ func TestLoadExampleWithVars(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	if got, want := f.Jobs[0].Command, "pg_dump --no-owner app > /mnt/b/app.sql"; got != want {
+	if got, want := f.Jobs[0].Command, `mkdir -p "/mnt/b" && queuectl -c queue.hcl backup "/mnt/b/queue-$(date +%F)-$QUEUECTL_JOB_ID.db"`; got != want {
 		t.Errorf("nightly-backup command = %q, want %q", got, want)
 	}
-	if got, want := f.Jobs[0].Env["PGHOST"], "localhost"; got != want {
-		t.Errorf("PGHOST = %q, want the coalesce fallback %q", got, want)
+	if got, want := f.Jobs[0].Env["TMPDIR"], "/tmp"; got != want {
+		t.Errorf("TMPDIR = %q, want the coalesce fallback %q", got, want)
 	}
 	if got, want := f.Jobs[1].Schedule, "30 7 * * MON-FRI"; got != want {
 		t.Errorf("daily-report schedule = %q, want %q", got, want)
 	}
-	if got, want := f.Jobs[1].Command, `report --env dev --date "$(date -d yesterday +%F)"`; got != want {
+	if got, want := f.Jobs[1].Command, `echo "report for dev, $(date +%F)" && queuectl -c queue.hcl stats --since 24h`; got != want {
 		t.Errorf("daily-report command = %q, want %q", got, want)
 	}
 }
