@@ -56,7 +56,13 @@ PostgreSQL. Data lives in $QUEUECTL_HOME (default ~/.queuectl).`,
 	a.file.flags(root.PersistentFlags(), a.getenv)
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&a.logFormat, "log-format", "auto", "log format: auto (console on a terminal, else JSON), console, json")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagError(err)} })
+	// Every command checks the log flags, not only those that log: a typo
+	// is a usage error wherever it is made.
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		_, err := a.logger(io.Discard)
+		return err
+	}
 	root.AddCommand(
 		a.enqueueCmd(),
 		a.workerCmd(),
@@ -80,16 +86,52 @@ PostgreSQL. Data lives in $QUEUECTL_HOME (default ~/.queuectl).`,
 		a.manCmd(),
 	)
 	a.completeArgs(root)
-	for _, c := range root.Commands() {
-		wrapArgs(c)
-	}
+	wrapArgs(root)
 	return root
 }
 
-// wrapArgs makes argument-count errors usage errors (exit 2), recursively.
+// flagError rewords pflag's parse errors, which quote Go's strconv
+// ("strconv.ParseInt: parsing \"x\": invalid syntax"), in the user's terms.
+func flagError(err error) error {
+	msg := err.Error()
+	i := strings.Index(msg, ": strconv.")
+	if i < 0 {
+		return err
+	}
+	kind := "a valid value"
+	switch {
+	case strings.Contains(msg[i:], "ParseInt"), strings.Contains(msg[i:], "ParseUint"):
+		kind = "a whole number"
+	case strings.Contains(msg[i:], "ParseFloat"):
+		kind = "a number"
+	case strings.Contains(msg[i:], "ParseBool"):
+		kind = "true or false"
+	}
+	if strings.HasSuffix(msg, "value out of range") {
+		kind += " in range"
+	}
+	return fmt.Errorf("%s: want %s", msg[:i], kind)
+}
+
+// wrapArgs makes argument errors usage errors (exit 2), recursively. A group of
+// subcommands refuses an unknown one (cobra would print the group's help
+// and exit 0); the bare group prints its help.
 func wrapArgs(c *cobra.Command) {
-	if c.Args != nil {
-		check := c.Args
+	check := c.Args
+	switch {
+	case check != nil:
+	case c.HasSubCommands():
+		check = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unknown command %q", args[0])
+			}
+			return nil
+		}
+		if !c.Runnable() {
+			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
+	}
+	if check != nil {
 		c.Args = func(cmd *cobra.Command, args []string) error {
 			if err := check(cmd, args); err != nil {
 				return usageError{fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
