@@ -53,19 +53,6 @@ func ParseState(s string) (State, error) {
 	return "", fmt.Errorf("%w: unknown state %q (valid: %s)", ErrInvalid, s, strings.Join(names, ", "))
 }
 
-// Finished reports whether s is terminal unless a user acts on the job.
-func (s State) Finished() bool {
-	return s == StateCompleted || s == StateDead || s == StateCancelled
-}
-
-// Retryable reports whether a user may send a job in state s back to
-// pending: a failed one skips its backoff, a dead one starts over.
-func (s State) Retryable() bool { return s == StateFailed || s == StateDead }
-
-// Discardable reports whether a user may delete a job in state s: any job
-// but a running one, which its worker holds.
-func (s State) Discardable() bool { return s != StateProcessing }
-
 // Outcome is how one attempt ended.
 type Outcome string
 

@@ -46,38 +46,6 @@ type End struct {
 	Dropped  int64
 }
 
-// Decide turns the end of attempt j.Attempts of j into the Finish that
-// records it. This switch is the whole retry / dead-letter decision.
-func (p RetryPolicy) Decide(j *Job, worker string, e End, now time.Time) Finish {
-	f := Finish{
-		JobID: j.ID, Worker: worker, Attempt: j.Attempts, Attempts: j.Attempts, ExitCode: e.ExitCode, Error: e.Error, Now: now,
-		Record: Attempt{
-			JobID: j.ID, Number: j.Attempts, StartedAt: e.Started, FinishedAt: e.Finished, ExitCode: e.ExitCode,
-			Signal: e.Signal, Outcome: e.Outcome, Worker: worker, Error: e.Error, Output: e.Output, Dropped: e.Dropped,
-		},
-	}
-	switch {
-	case e.Outcome == OutcomeSucceeded:
-		f.State = StateCompleted
-	case e.Outcome == OutcomeCancelled:
-		f.State = StateCancelled
-	case e.Outcome == OutcomeInterrupted:
-		// Shutdown stopped the job: run it again soon, without charging the attempt.
-		f.State = StatePending
-		f.Attempts = j.Attempts - 1
-		f.RunAt = now
-	case j.Attempts <= j.MaxRetries:
-		f.State = StateFailed
-		f.RunAt = now.Add(p.delay(j, j.Attempts))
-	default:
-		f.State = StateDead
-	}
-	if f.State == StateCompleted || f.State == StateCancelled || f.State == StateDead {
-		f.RunAt = j.RunAt
-	}
-	return f
-}
-
 func (p RetryPolicy) delay(j *Job, n int) time.Duration {
 	d := Backoff(j.BackoffBase, n, j.MaxBackoff)
 	if p.Jitter > 0 && p.Rand != nil {
@@ -97,7 +65,7 @@ func Describe(outcome Outcome, exitCode *int, signal string, timeout time.Durati
 	case outcome == OutcomeTimedOut:
 		return fmt.Sprintf("timed out after %s", timeout)
 	case outcome == OutcomeCancelled:
-		return "cancelled by user"
+		return CancelledByUser
 	case outcome == OutcomeInterrupted:
 		return "interrupted by worker shutdown"
 	case signal != "":

@@ -22,10 +22,23 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 			return err
 		}
 		moved = ids
-		// A dead job starts over with its attempts reset; a failed one just
-		// skips the rest of its backoff.
-		_, err = tx.Exec(ctx, `UPDATE jobs SET state = 'pending', run_at = $1, updated_at = $1,
-			attempts = CASE state WHEN 'dead' THEN 0 ELSE attempts END WHERE id = ANY($2)`, p.Now, moved)
+		// The rows are locked: read what the lifecycle needs, write what it decides.
+		rows, err := tx.Query(ctx, `SELECT id, state, attempts FROM jobs WHERE id = ANY($1)`, ids)
+		if err != nil {
+			return err
+		}
+		var id, state string
+		var n int
+		var rids []string
+		var attempts []int
+		if _, err = pgx.ForEachRow(rows, []any{&id, &state, &n}, func() error {
+			rids, attempts = append(rids, id), append(attempts, queue.RetryAttempts(queue.State(state), n))
+			return nil
+		}); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE jobs SET state = 'pending', run_at = $1, updated_at = $1, attempts = v.attempts
+			FROM unnest($2::text[], $3::integer[]) AS v(id, attempts) WHERE jobs.id = v.id`, p.Now, rids, attempts)
 		if err != nil {
 			return err
 		}
@@ -125,16 +138,15 @@ func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (queue.
 			return err
 		}
 		was = queue.State(state)
-		switch was {
-		case queue.StatePending, queue.StateFailed:
-			_, err = tx.Exec(ctx, `UPDATE jobs SET state = 'cancelled', error = 'cancelled by user',
-				updated_at = $1 WHERE id = $2`, now, id)
-		case queue.StateProcessing:
+		action, err := queue.DecideCancel(id, was)
+		switch action {
+		case queue.CancelNow:
+			_, err = tx.Exec(ctx, `UPDATE jobs SET state = $1, error = $2, updated_at = $3 WHERE id = $4`,
+				string(queue.StateCancelled), queue.CancelledByUser, now, id)
+		case queue.CancelRequest: // and wake its worker's heartbeat
 			if _, err = tx.Exec(ctx, `UPDATE jobs SET cancel_requested = true, updated_at = $1 WHERE id = $2`, now, id); err == nil {
 				_, err = tx.Exec(ctx, notifySQL, s.channel)
 			}
-		default:
-			err = fmt.Errorf("job %q is %s: %w (only pending, failed or processing jobs can be cancelled)", id, state, queue.ErrConflict)
 		}
 		return err
 	})

@@ -8,13 +8,15 @@ import (
 	"github.com/queuectl/queuectl/queue"
 )
 
-// finishJob updates the job if the claim still holds and, only then, writes
-// the history row: one statement per finish.
+// finishJob updates the job if the claim still holds (see queue's lifecycle
+// for the races it settles) and, only then, writes the history row: one
+// statement per finish. With a cancel request pending it records the
+// alternative the lifecycle decided ($22, $23).
 const finishJob = `WITH u AS (
 		UPDATE jobs SET
-			state = CASE WHEN cancel_requested AND $1::text IN ('failed', 'pending') THEN 'cancelled' ELSE $1::text END,
+			state = CASE WHEN cancel_requested THEN $22::text ELSE $1::text END,
 			attempts = $2, run_at = $3, finished_at = $4, exit_code = $5,
-			error = CASE WHEN cancel_requested AND $1::text IN ('failed', 'pending') THEN 'cancelled by user' ELSE $6::text END,
+			error = CASE WHEN cancel_requested THEN $23::text ELSE $6::text END,
 			updated_at = $7, lease_until = NULL, cancel_requested = false
 		WHERE id = $8 AND worker = $9 AND attempts = $10 AND state = 'processing'
 			AND ($21::timestamptz IS NULL OR lease_until <= $21::timestamptz)
@@ -37,10 +39,12 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 		b := &pgx.Batch{}
 		for _, f := range fs {
 			r := f.Record
+			cState, cErr := f.IfCancelRequested()
 			b.Queue(finishJob, string(f.State), f.Attempts, f.RunAt, r.FinishedAt, f.ExitCode, nullString(f.Error),
 				f.Now, f.JobID, f.Worker, f.Attempt,
 				r.Number, nullTime(r.StartedAt), r.FinishedAt, r.ExitCode, nullString(r.Signal), string(r.Outcome),
-				nullString(r.Worker), nullString(r.Error), r.Output, r.Dropped, nullTime(f.LeaseExpiredBy))
+				nullString(r.Worker), nullString(r.Error), r.Output, r.Dropped, nullTime(f.LeaseExpiredBy),
+				string(cState), nullString(cErr))
 		}
 		br := tx.SendBatch(ctx, b)
 		for i, f := range fs {
@@ -50,7 +54,7 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 				return err
 			}
 			applied[i] = tag.RowsAffected() > 0
-			if applied[i] && (f.State == queue.StatePending || f.State == queue.StateFailed) {
+			if applied[i] && f.State.Runnable() {
 				runnable = true
 			}
 		}

@@ -33,28 +33,17 @@ func (s *Store) Heartbeat(ctx context.Context, p queue.HeartbeatParams) (queue.H
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		held := map[string]bool{}
-		cancel := map[string]bool{}
-		for rows.Next() {
-			var id string
-			var c bool
-			if err := rows.Scan(&id, &c); err != nil {
-				return err
-			}
-			held[id], cancel[id] = true, c
-		}
-		if err := rows.Err(); err != nil {
+		renewed := map[string]bool{}
+		var id string
+		var cancel bool
+		_, err = pgx.ForEachRow(rows, []any{&id, &cancel}, func() error {
+			renewed[id] = cancel
+			return nil
+		})
+		if err != nil {
 			return err
 		}
-		for _, id := range p.Jobs {
-			if !held[id] {
-				res.Lost = append(res.Lost, id)
-			} else if cancel[id] {
-				res.Cancel = append(res.Cancel, id)
-				cancel[id] = false // once, even if listed twice
-			}
-		}
+		res.Lost, res.Cancel = queue.LeaseRenewal(p.Jobs, renewed)
 		return nil
 	})
 	if errors.Is(err, queue.ErrNotFound) {

@@ -22,10 +22,13 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 			return err
 		}
 		for _, id := range ids {
-			// A dead job starts over with its attempts reset; a failed one
-			// just skips the rest of its backoff.
-			_, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'pending', run_at = ?, updated_at = ?,
-				attempts = CASE state WHEN 'dead' THEN 0 ELSE attempts END WHERE id = ?`, toUS(p.Now), toUS(p.Now), id)
+			var state string
+			var attempts int
+			if err := tx.QueryRowContext(ctx, `SELECT state, attempts FROM jobs WHERE id = ?`, id).Scan(&state, &attempts); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'pending', run_at = ?, updated_at = ?, attempts = ? WHERE id = ?`,
+				toUS(p.Now), toUS(p.Now), queue.RetryAttempts(queue.State(state), attempts), id)
 			if err != nil {
 				return err
 			}
@@ -117,21 +120,20 @@ func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (queue.
 			return err
 		}
 		was = queue.State(state)
-		switch was {
-		case queue.StatePending, queue.StateFailed:
-			_, err = tx.ExecContext(ctx, `UPDATE jobs SET state = 'cancelled', error = 'cancelled by user',
-				updated_at = ? WHERE id = ?`, toUS(now), id)
-		case queue.StateProcessing:
+		action, err := queue.DecideCancel(id, was)
+		switch action {
+		case queue.CancelNow:
+			_, err = tx.ExecContext(ctx, `UPDATE jobs SET state = ?, error = ?, updated_at = ? WHERE id = ?`,
+				string(queue.StateCancelled), queue.CancelledByUser, toUS(now), id)
+		case queue.CancelRequest:
 			_, err = tx.ExecContext(ctx, `UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?`, toUS(now), id)
-		default:
-			err = fmt.Errorf("job %q is %s: %w (only pending, failed or processing jobs can be cancelled)", id, state, queue.ErrConflict)
 		}
 		return err
 	})
 	if err != nil {
 		return "", fmt.Errorf("cancel job: %w", err)
 	}
-	if was == queue.StateProcessing {
+	if was == queue.StateProcessing { // wake its worker's heartbeat
 		s.wake.notify()
 	}
 	return was, nil

@@ -8,12 +8,13 @@ import (
 	"github.com/queuectl/queuectl/queue"
 )
 
-// finishJob records an outcome if the claim still holds. A user's cancel
-// request wins over a retry: such a job ends cancelled, whatever ended it.
+// finishJob records an outcome if the claim still holds (see queue's
+// lifecycle for the races it settles). With a cancel request pending it
+// records the alternative the lifecycle decided (?12, ?13).
 const finishJob = `UPDATE jobs SET
-	state = CASE WHEN cancel_requested = 1 AND ?1 IN ('failed', 'pending') THEN 'cancelled' ELSE ?1 END,
+	state = CASE WHEN cancel_requested = 1 THEN ?12 ELSE ?1 END,
 	attempts = ?2, run_at = ?3, finished_at = ?4, exit_code = ?5,
-	error = CASE WHEN cancel_requested = 1 AND ?1 IN ('failed', 'pending') THEN 'cancelled by user' ELSE ?6 END,
+	error = CASE WHEN cancel_requested = 1 THEN ?13 ELSE ?6 END,
 	updated_at = ?7, lease_until = NULL, cancel_requested = 0
 	WHERE id = ?8 AND worker = ?9 AND attempts = ?10 AND state = 'processing' AND (?11 = 0 OR lease_until <= ?11)`
 
@@ -35,8 +36,10 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 		}
 		for i, f := range fs {
 			applied[i] = false
+			cState, cErr := f.IfCancelRequested()
 			res, err := upd.ExecContext(ctx, string(f.State), f.Attempts, toUS(f.RunAt), toUS(f.Record.FinishedAt),
-				nullInt(f.ExitCode), nullString(f.Error), toUS(f.Now), f.JobID, f.Worker, f.Attempt, toUSOrZero(f.LeaseExpiredBy))
+				nullInt(f.ExitCode), nullString(f.Error), toUS(f.Now), f.JobID, f.Worker, f.Attempt, toUSOrZero(f.LeaseExpiredBy),
+				string(cState), nullString(cErr))
 			if err != nil {
 				return err
 			}
@@ -50,7 +53,7 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 			if err != nil {
 				return err
 			}
-			if f.State == queue.StatePending || f.State == queue.StateFailed {
+			if f.State.Runnable() {
 				runnable = true
 			}
 		}

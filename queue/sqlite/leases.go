@@ -38,26 +38,19 @@ func (s *Store) Heartbeat(ctx context.Context, p queue.HeartbeatParams) (queue.H
 			return err
 		}
 		defer rows.Close()
-		held := map[string]bool{}
+		renewed := map[string]bool{}
 		for rows.Next() {
 			var id string
 			var cancel int
 			if err := rows.Scan(&id, &cancel); err != nil {
 				return err
 			}
-			held[id] = true
-			if cancel != 0 {
-				res.Cancel = append(res.Cancel, id)
-			}
+			renewed[id] = cancel != 0
 		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		for _, id := range p.Jobs {
-			if !held[id] {
-				res.Lost = append(res.Lost, id)
-			}
-		}
+		res.Lost, res.Cancel = queue.LeaseRenewal(p.Jobs, renewed)
 		return nil
 	})
 	if errors.Is(err, queue.ErrNotFound) {
