@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/internal/storekit"
 )
 
 // ApplyQueues implements queue.Store.
@@ -135,76 +136,12 @@ func (s *Store) Templates(ctx context.Context) ([]*queue.Template, error) {
 	return out, nil
 }
 
-// FireTemplate implements queue.Store. The template's row is locked first,
-// so schedulers firing the same template on many hosts take turns: the
-// later one finds the job of the slot (by its fire key) and inserts none.
+// FireTemplate implements queue.Store.
 func (s *Store) FireTemplate(ctx context.Context, p queue.FireParams) (queue.FireResult, error) {
 	var res queue.FireResult
-	key := queue.FireKey(p.Template, p.Kind, p.Slot)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		res = queue.FireResult{}
-		var pending *time.Time
-		err := tx.QueryRow(ctx, `SELECT pending_trigger FROM templates WHERE name = $1 FOR UPDATE`, p.Template).Scan(&pending)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("template %q: %w", p.Template, queue.ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		if p.Job == nil { // catch-up passed over this slot: only the cursor moves
-			_, err = tx.Exec(ctx, `UPDATE templates SET cursor = greatest(cursor, $1) WHERE name = $2`, p.Cursor, p.Template)
-			return err
-		}
-		var existing string
-		err = tx.QueryRow(ctx, `SELECT id FROM jobs WHERE fire_key = $1`, key).Scan(&existing)
-		switch {
-		case err == nil:
-			res.JobID = existing // another scheduler fired this slot
-		case !errors.Is(err, pgx.ErrNoRows):
-			return err
-		case p.Overlap != queue.OverlapAllow:
-			var active string
-			err = tx.QueryRow(ctx, `SELECT id FROM jobs WHERE template = $1 AND state IN ('pending', 'processing', 'failed') LIMIT 1`,
-				p.Template).Scan(&active)
-			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-			res.Blocked = err == nil
-		}
-		switch {
-		case res.JobID != "":
-		case res.Blocked && p.Overlap == queue.OverlapQueue:
-			// This run waits for the previous one, replacing any older waiting
-			// run, so runs never pile up.
-			res.Queued = true
-			if _, err := tx.Exec(ctx, `UPDATE templates SET pending_trigger = $1, pending_kind = $2 WHERE name = $3`,
-				p.Slot, string(p.Kind), p.Template); err != nil {
-				return err
-			}
-		case res.Blocked:
-			res.Skipped = true
-		default:
-			if _, err := tx.Exec(ctx, insertJob, insertArgs(p.Job, key)...); err != nil {
-				if isUnique(err) {
-					return fmt.Errorf("%w: %q already exists", queue.ErrDuplicate, p.Job.ID)
-				}
-				return err
-			}
-			if _, err := tx.Exec(ctx, notifySQL, s.channel); err != nil {
-				return err
-			}
-			res.Fired, res.JobID = true, p.Job.ID
-		}
-		// Slots are compared as stored: whole microseconds.
-		if !res.Queued && pending != nil && pending.Equal(p.Slot.Truncate(time.Microsecond)) {
-			if _, err := tx.Exec(ctx, `UPDATE templates SET pending_trigger = NULL, pending_kind = NULL WHERE name = $1`, p.Template); err != nil {
-				return err
-			}
-		}
-		if p.Kind == queue.FireManual {
-			return nil // a manual trigger never moves the cursor
-		}
-		_, err = tx.Exec(ctx, `UPDATE templates SET cursor = greatest(cursor, $1) WHERE name = $2`, p.Cursor, p.Template)
+		var err error
+		res, err = storekit.Fire(ctx, fireTx{s, tx}, p)
 		return err
 	})
 	if err != nil {
@@ -214,4 +151,68 @@ func (s *Store) FireTemplate(ctx context.Context, p queue.FireParams) (queue.Fir
 		s.wake.broadcast()
 	}
 	return res, nil
+}
+
+// fireTx runs storekit.Fire's steps in one transaction. LockTemplate locks
+// the template's row, so schedulers firing the same template on many hosts
+// take turns: the later one finds the job of the slot (by its fire key) and
+// inserts none.
+type fireTx struct {
+	s  *Store
+	tx pgx.Tx
+}
+
+func (f fireTx) LockTemplate(ctx context.Context, name string) (time.Time, bool, error) {
+	var pending *time.Time
+	err := f.tx.QueryRow(ctx, `SELECT pending_trigger FROM templates WHERE name = $1 FOR UPDATE`, name).Scan(&pending)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	return utc(pending), err == nil, err
+}
+
+func (f fireTx) MoveCursor(ctx context.Context, name string, cursor time.Time) error {
+	_, err := f.tx.Exec(ctx, `UPDATE templates SET cursor = greatest(cursor, $1) WHERE name = $2`, cursor, name)
+	return err
+}
+
+func (f fireTx) JobByFireKey(ctx context.Context, key string) (string, bool, error) {
+	var id string
+	err := f.tx.QueryRow(ctx, `SELECT id FROM jobs WHERE fire_key = $1`, key).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	return id, err == nil, err
+}
+
+func (f fireTx) HasJobIn(ctx context.Context, template string, states []queue.State) (bool, error) {
+	var id string
+	err := f.tx.QueryRow(ctx, `SELECT id FROM jobs WHERE template = $1 AND state = ANY($2) LIMIT 1`,
+		template, stateStrings(states)).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (f fireTx) SetWaiting(ctx context.Context, name string, slot time.Time, kind queue.FireKind) error {
+	_, err := f.tx.Exec(ctx, `UPDATE templates SET pending_trigger = $1, pending_kind = $2 WHERE name = $3`,
+		slot, string(kind), name)
+	return err
+}
+
+func (f fireTx) ClearWaiting(ctx context.Context, name string) error {
+	_, err := f.tx.Exec(ctx, `UPDATE templates SET pending_trigger = NULL, pending_kind = NULL WHERE name = $1`, name)
+	return err
+}
+
+func (f fireTx) InsertJob(ctx context.Context, j *queue.Job, fireKey string) error {
+	if _, err := f.tx.Exec(ctx, insertJob, insertArgs(j, fireKey)...); err != nil {
+		if isUnique(err) {
+			return fmt.Errorf("%w: %q already exists", queue.ErrDuplicate, j.ID)
+		}
+		return err
+	}
+	_, err := f.tx.Exec(ctx, notifySQL, f.s.channel)
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/internal/storekit"
 )
 
 // ApplyQueues implements queue.Store.
@@ -161,70 +162,10 @@ func (s *Store) Templates(ctx context.Context) ([]*queue.Template, error) {
 // FireTemplate implements queue.Store.
 func (s *Store) FireTemplate(ctx context.Context, p queue.FireParams) (queue.FireResult, error) {
 	var res queue.FireResult
-	key := queue.FireKey(p.Template, p.Kind, p.Slot)
 	// A manual trigger acknowledges a user's request: sync it fully.
 	err := s.write(ctx, p.Kind == queue.FireManual, func(tx *sql.Tx) error {
-		res = queue.FireResult{}
-		var cursor int64
-		var pending sql.NullInt64
-		err := tx.QueryRowContext(ctx, `SELECT cursor, pending_trigger FROM templates WHERE name = ?`, p.Template).Scan(&cursor, &pending)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("template %q: %w", p.Template, queue.ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		if p.Job == nil { // catch-up passed over this slot: only the cursor moves
-			_, err = tx.ExecContext(ctx, `UPDATE templates SET cursor = max(cursor, ?) WHERE name = ?`, toUS(p.Cursor), p.Template)
-			return err
-		}
-		var existing string
-		err = tx.QueryRowContext(ctx, `SELECT id FROM jobs WHERE fire_key = ?`, key).Scan(&existing)
-		switch {
-		case err == nil:
-			res.JobID = existing // another scheduler fired this slot
-		case !errors.Is(err, sql.ErrNoRows):
-			return err
-		case p.Overlap != queue.OverlapAllow:
-			var active string
-			err = tx.QueryRowContext(ctx, `SELECT id FROM jobs WHERE template = ? AND state IN ('pending', 'processing', 'failed') LIMIT 1`,
-				p.Template).Scan(&active)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-			res.Blocked = err == nil
-		}
-		switch {
-		case res.JobID != "":
-		case res.Blocked && p.Overlap == queue.OverlapQueue:
-			// This run waits for the previous one, replacing any older waiting
-			// run, so runs never pile up.
-			res.Queued = true
-			if _, err := tx.ExecContext(ctx, `UPDATE templates SET pending_trigger = ?, pending_kind = ? WHERE name = ?`,
-				toUS(p.Slot), string(p.Kind), p.Template); err != nil {
-				return err
-			}
-		case res.Blocked:
-			res.Skipped = true
-		default:
-			st, err := s.stmt(ctx, tx, insertJob)
-			if err != nil {
-				return err
-			}
-			if err := execInsert(ctx, st, p.Job, key); err != nil {
-				return err
-			}
-			res.Fired, res.JobID = true, p.Job.ID
-		}
-		if !res.Queued && pending.Valid && pending.Int64 == toUS(p.Slot) {
-			if _, err := tx.ExecContext(ctx, `UPDATE templates SET pending_trigger = NULL, pending_kind = NULL WHERE name = ?`, p.Template); err != nil {
-				return err
-			}
-		}
-		if p.Kind == queue.FireManual {
-			return nil // a manual trigger never moves the cursor
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE templates SET cursor = max(cursor, ?) WHERE name = ?`, toUS(p.Cursor), p.Template)
+		var err error
+		res, err = storekit.Fire(ctx, fireTx{s, tx}, p)
 		return err
 	})
 	if err != nil {
@@ -234,4 +175,67 @@ func (s *Store) FireTemplate(ctx context.Context, p queue.FireParams) (queue.Fir
 		s.wake.notify()
 	}
 	return res, nil
+}
+
+// fireTx runs storekit.Fire's steps in one write transaction, which holds
+// the database's only write lock: fires of the same template take turns.
+type fireTx struct {
+	s  *Store
+	tx *sql.Tx
+}
+
+func (f fireTx) LockTemplate(ctx context.Context, name string) (time.Time, bool, error) {
+	var pending sql.NullInt64
+	err := f.tx.QueryRowContext(ctx, `SELECT pending_trigger FROM templates WHERE name = ?`, name).Scan(&pending)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	return fromUSNull(pending), err == nil, err
+}
+
+func (f fireTx) MoveCursor(ctx context.Context, name string, cursor time.Time) error {
+	_, err := f.tx.ExecContext(ctx, `UPDATE templates SET cursor = max(cursor, ?) WHERE name = ?`, toUS(cursor), name)
+	return err
+}
+
+func (f fireTx) JobByFireKey(ctx context.Context, key string) (string, bool, error) {
+	var id string
+	err := f.tx.QueryRowContext(ctx, `SELECT id FROM jobs WHERE fire_key = ?`, key).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	return id, err == nil, err
+}
+
+func (f fireTx) HasJobIn(ctx context.Context, template string, states []queue.State) (bool, error) {
+	args := []any{template}
+	for _, st := range states {
+		args = append(args, string(st))
+	}
+	var id string
+	err := f.tx.QueryRowContext(ctx, `SELECT id FROM jobs WHERE template = ? AND state IN (`+placeholders(len(states))+`) LIMIT 1`,
+		args...).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (f fireTx) SetWaiting(ctx context.Context, name string, slot time.Time, kind queue.FireKind) error {
+	_, err := f.tx.ExecContext(ctx, `UPDATE templates SET pending_trigger = ?, pending_kind = ? WHERE name = ?`,
+		toUS(slot), string(kind), name)
+	return err
+}
+
+func (f fireTx) ClearWaiting(ctx context.Context, name string) error {
+	_, err := f.tx.ExecContext(ctx, `UPDATE templates SET pending_trigger = NULL, pending_kind = NULL WHERE name = ?`, name)
+	return err
+}
+
+func (f fireTx) InsertJob(ctx context.Context, j *queue.Job, fireKey string) error {
+	st, err := f.s.stmt(ctx, f.tx, insertJob)
+	if err != nil {
+		return err
+	}
+	return execInsert(ctx, st, j, fireKey)
 }
