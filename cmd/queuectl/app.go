@@ -238,7 +238,17 @@ func (a *app) logger(w io.Writer) (zerolog.Logger, error) {
 		return zerolog.Nop(), usagef("--log-level %q: use debug, info, warn or error", a.logLevel)
 	}
 	var out io.Writer = w
-	console := zerolog.ConsoleWriter{Out: w, TimeFormat: logTimeFormat}
+	console := zerolog.ConsoleWriter{Out: w, TimeFormat: logTimeFormat,
+		// Field values carry job commands and errors: escape what a
+		// terminal would act on.
+		FormatFieldValue: func(i any) string { return printable(fmt.Sprintf("%s", i)) },
+		FormatMessage: func(i any) string {
+			if i == nil {
+				return ""
+			}
+			return printable(fmt.Sprintf("%s", i))
+		},
+	}
 	switch a.logFormat {
 	case "json":
 	case "console":
@@ -291,9 +301,10 @@ func dash(s string) string {
 	return s
 }
 
-// truncate shortens s to n runes for tables.
+// truncate shortens s to n runes for tables, escaping what a terminal
+// would act on.
 func truncate(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
+	s = printable(strings.ReplaceAll(s, "\n", " "))
 	r := []rune(s)
 	if len(r) <= n {
 		return s

@@ -142,7 +142,7 @@ func (a *app) cronListCmd() *cobra.Command {
 				if !t.Enabled {
 					next = "disabled"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Schedule, t.TimeZone, t.Queue, last, next, outcome)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(t.Name), printable(t.Schedule), printable(t.TimeZone), t.Queue, last, next, outcome)
 			}
 			return tw.Flush()
 		},

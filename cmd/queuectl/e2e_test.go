@@ -663,3 +663,23 @@ func TestE2EWorkerStopAllHosts(t *testing.T) {
 		t.Fatalf("workers still registered: %v", ws)
 	}
 }
+
+func TestE2EJobFieldsCannotRewriteTheTerminal(t *testing.T) {
+	c := newCLI(t)
+	c.ok("enqueue", `{"id":"esc","command":"printf '\u001b[2J\u001b]0;owned\u0007\\n'"}`)
+	for _, args := range [][]string{{"list"}, {"show", "esc"}} {
+		out := c.ok(args...)
+		if strings.ContainsAny(out, "\x1b\x07") {
+			t.Errorf("queuectl %s wrote control characters: %q", strings.Join(args, " "), out)
+		}
+		if !strings.Contains(out, `\x1b`) {
+			t.Errorf("queuectl %s should show the escape as \\x1b: %q", strings.Join(args, " "), out)
+		}
+	}
+	c.ok("worker", "start", "--count", "1")
+	c.waitState("esc", "completed", 10*time.Second)
+	// Piped, output is the bytes the job wrote.
+	if out := c.ok("output", "esc"); out != "\x1b[2J\x1b]0;owned\x07\n" {
+		t.Errorf("output piped = %q, want the raw bytes", out)
+	}
+}

@@ -179,7 +179,7 @@ func (a *app) printJob(j *queue.Job, hist []*queue.Attempt) error {
 		rows = append(rows, [2]string{"dir", j.Dir})
 	}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
+		fmt.Fprintf(tw, "%s:\t%s\n", r[0], printable(r[1]))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -200,13 +200,14 @@ func (a *app) printJob(j *queue.Job, hist []*queue.Attempt) error {
 			exit = h.Signal
 		}
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Number, fmtTime(h.StartedAt), h.Duration().Round(time.Millisecond),
-			exit, h.Outcome, dash(h.Worker), dash(h.Error))
+			exit, h.Outcome, printable(dash(h.Worker)), printable(dash(h.Error)))
 	}
 	return tw.Flush()
 }
 
 func (a *app) outputCmd() *cobra.Command {
 	var attempt int
+	var raw bool
 	cmd := &cobra.Command{
 		Use:   "output ID",
 		Short: "Print the captured output of a job's attempt (default: the latest)",
@@ -220,7 +221,7 @@ func (a *app) outputCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if _, err := a.stdout.Write(at.Output); err != nil {
+				if _, err := a.stdout.Write(terminalOutput(at.Output, raw || !isTerminal(a.stdout))); err != nil {
 					return err
 				}
 				if at.Dropped > 0 {
@@ -231,6 +232,7 @@ func (a *app) outputCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&attempt, "attempt", 0, "attempt number (default: the latest)")
+	cmd.Flags().BoolVar(&raw, "raw", false, "write the output as captured even to a terminal (control characters are escaped there by default)")
 	return cmd
 }
 

@@ -534,7 +534,7 @@ func (a *app) workerListCmd() *cobra.Command {
 					if len(w.Queues) > 0 {
 						qs = strings.Join(w.Queues, ",")
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", strconv.Itoa(w.PID), w.Host, qs, fmtTime(w.StartedAt),
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", strconv.Itoa(w.PID), printable(w.Host), qs, fmtTime(w.StartedAt),
 						fmtTime(w.HeartbeatAt), dash(strings.Join(w.CurrentJobs, ",")))
 				}
 				return tw.Flush()
