@@ -254,7 +254,9 @@ func (a *app) logger(w io.Writer) (zerolog.Logger, error) {
 	case "console":
 		out = console
 	case "auto", "":
-		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		// Under systemd (JOURNAL_STREAM set) the journal gets JSON lines,
+		// whatever the stream is.
+		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) && a.getenv("JOURNAL_STREAM") == "" {
 			out = console
 		}
 	default:

@@ -4,9 +4,14 @@ package main
 // moving to PostgreSQL, retention, systemd notifications, log rotation.
 
 import (
+	"encoding/json"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -62,5 +67,189 @@ func TestE2EBackupWhileWorkersRun(t *testing.T) {
 	})
 	if dead := len(c.list("dead")); dead != n/10*3 {
 		t.Fatalf("%d dead jobs, want %d", dead, n/10*3)
+	}
+}
+
+// TestE2ESystemdNotify runs the service under a notification socket made
+// as systemd makes it: READY=1 once it works, WATCHDOG=1 keep-alives,
+// RELOADING=1 and READY=1 around a SIGHUP (whose log says what changed),
+// STOPPING=1 on SIGTERM.
+func TestE2ESystemdNotify(t *testing.T) {
+	c := newCLI(t)
+	sock := filepath.Join(c.home, "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, `queue "default" { concurrency = 2 }
+queue "mail" {}
+job "a" {
+  schedule = "@daily"
+  command  = "true"
+}
+job "b" {
+  schedule = "@hourly"
+  command  = "true"
+}
+`)
+	svc := c.startServiceEnv([]string{"NOTIFY_SOCKET=" + sock, "WATCHDOG_USEC=400000"}, "-c", cfg)
+	watchdogs := 0
+	// next returns the next notification other than a keep-alive.
+	next := func() string {
+		t.Helper()
+		for {
+			conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			buf := make([]byte, 4096)
+			n, err := conn.Read(buf)
+			if err != nil {
+				t.Fatalf("no notification: %v\n%s", err, svc.log())
+			}
+			if msg := string(buf[:n]); msg != "WATCHDOG=1" {
+				return msg
+			}
+			watchdogs++
+		}
+	}
+	if msg := next(); msg != "READY=1" {
+		t.Fatalf("first notification %q", msg)
+	}
+	if !strings.Contains(svc.log(), `"message":"service started"`) {
+		t.Fatalf("READY=1 before the service started:\n%s", svc.log())
+	}
+	// Keep-alives come every 200ms: wait for two.
+	deadline := time.Now().Add(10 * time.Second)
+	for watchdogs < 2 && time.Now().Before(deadline) {
+		conn.SetReadDeadline(deadline)
+		buf := make([]byte, 64)
+		if n, err := conn.Read(buf); err == nil && string(buf[:n]) == "WATCHDOG=1" {
+			watchdogs++
+		}
+	}
+	if watchdogs < 2 {
+		t.Fatalf("%d watchdog keep-alives", watchdogs)
+	}
+
+	writeFile(t, cfg, `queue "default" { concurrency = 3 }
+queue "reports" {}
+job "a" {
+  schedule = "@weekly"
+  command  = "true"
+}
+job "c" {
+  schedule = "@hourly"
+  command  = "true"
+}
+`)
+	svc.signal(syscall.SIGHUP)
+	if msg := next(); msg != "RELOADING=1" {
+		t.Fatalf("on SIGHUP: %q", msg)
+	}
+	if msg := next(); msg != "READY=1" {
+		t.Fatalf("after reload: %q", msg)
+	}
+	// The log line is written before READY=1, but reaches the test
+	// through a pipe: wait for it.
+	var reload map[string]any
+	waitFor(t, "the reload's log line", 10*time.Second, func() bool {
+		for _, line := range strings.Split(svc.log(), "\n") {
+			if strings.Contains(line, `"configuration reloaded"`) {
+				return json.Unmarshal([]byte(line), &reload) == nil
+			}
+		}
+		return false
+	})
+	want := map[string]string{
+		"queues_added": "[reports]", "queues_removed": "[mail]", "queues_changed": "[default]",
+		"jobs_added": "[c]", "jobs_removed": "[b]", "jobs_changed": "[a]",
+	}
+	for k, v := range want {
+		if got := fmt.Sprint(reload[k]); got != v {
+			t.Errorf("reload log %s = %s, want %s\n%s", k, got, v, svc.log())
+		}
+	}
+	svc.signal(syscall.SIGTERM)
+	if msg := next(); msg != "STOPPING=1" {
+		t.Fatalf("on SIGTERM: %q", msg)
+	}
+	if err := svc.wait(10 * time.Second); err != nil {
+		t.Fatalf("service exit: %v\n%s", err, svc.log())
+	}
+}
+
+// TestExampleUnit checks examples/queuectl.service against what the
+// service needs: notify type, a dedicated user, a reload by SIGHUP, a stop
+// signal for queuectl alone, and a stop timeout that covers --grace and
+// --kill-grace of its ExecStart. Then it runs that ExecStart (with a test
+// file) under a notification socket until READY=1.
+func TestExampleUnit(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "queuectl.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			unit[k] = v
+		}
+	}
+	for k, want := range map[string]string{
+		"Type": "notify", "NotifyAccess": "main", "KillMode": "mixed", "ExecReload": "/bin/kill -HUP $MAINPID", "User": "queuectl",
+	} {
+		if unit[k] != want {
+			t.Errorf("%s=%q, want %q", k, unit[k], want)
+		}
+	}
+	args := strings.Fields(unit["ExecStart"])
+	if len(args) < 4 || filepath.Base(args[0]) != "queuectl" || args[1] != "run" {
+		t.Fatalf("ExecStart=%q", unit["ExecStart"])
+	}
+	flag := func(name string) time.Duration {
+		for i, a := range args {
+			if a == name && i+1 < len(args) {
+				d, err := time.ParseDuration(args[i+1])
+				if err != nil {
+					t.Fatalf("%s %s: %v", name, args[i+1], err)
+				}
+				return d
+			}
+		}
+		t.Fatalf("ExecStart has no %s", name)
+		return 0
+	}
+	stop, err := time.ParseDuration(unit["TimeoutStopSec"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if grace, kill := flag("--grace"), flag("--kill-grace"); stop < grace+kill+10*time.Second {
+		t.Errorf("TimeoutStopSec=%s does not cover --grace %s + --kill-grace %s + 10s", stop, grace, kill)
+	}
+
+	c := newCLI(t)
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, `database = "queue.db"`+"\n")
+	for i, a := range args {
+		if a == "-c" {
+			args[i+1] = cfg
+		}
+	}
+	sock := filepath.Join(c.home, "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	svc := exec.Command(binary, args[1:]...)
+	svc.Env = append(c.cmd().Env, "NOTIFY_SOCKET="+sock)
+	if err := svc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Wait()
+	defer svc.Process.Signal(syscall.SIGTERM)
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 64)
+	if n, err := conn.Read(buf); err != nil || string(buf[:n]) != "READY=1" {
+		t.Fatalf("ExecStart: %q %v", buf[:n], err)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/queuectl/queuectl/config"
 	"github.com/queuectl/queuectl/executor"
 	"github.com/queuectl/queuectl/internal/proc"
+	"github.com/queuectl/queuectl/internal/sdnotify"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/scheduler"
 	"github.com/rs/zerolog"
@@ -213,6 +213,10 @@ type service struct {
 	eng   *queue.Engine
 	sched *scheduler.Scheduler
 
+	// notifier tells systemd (Type=notify) when the service is ready,
+	// reloading and stopping, and sends the watchdog's keep-alives.
+	notifier *sdnotify.Notifier
+
 	// Engines replaced by a reload finish their running jobs in the
 	// background; stopDrains makes them stop those jobs (a second signal).
 	drains     sync.WaitGroup
@@ -246,7 +250,7 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 		return err
 	}
 	defer st.Close()
-	s := &service{a: a, o: o, log: log, st: st}
+	s := &service{a: a, o: o, log: log, st: st, notifier: sdnotify.New(a.getenv, os.Getpid())}
 	s.drainCtx, s.stopDrains = context.WithCancel(context.Background())
 	defer s.stopDrains()
 	if err := s.apply(ctx, f); err != nil {
@@ -257,22 +261,16 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 		return err
 	}
 	log.Info().Str("config", a.file.path).Str("database", redactDSN(dsn)).Int("queues", len(f.Queues)).Int("jobs", len(f.Jobs)).Msg("service started")
+	s.notify(sdnotify.Ready)
+	watchdog, stopWatchdog := context.WithCancel(ctx)
+	defer stopWatchdog()
+	go s.notifier.KeepAlive(watchdog, func(ctx context.Context) error {
+		_, err := st.GetConfig(ctx) // a small read: the database answers
+		return err
+	}, func(err error) { log.Warn().Err(err).Msg("systemd watchdog") })
 
-	for {
-		var sig os.Signal
-		select {
-		case sig = <-sigs:
-		case <-s.eng.StopRequested():
-			log.Info().Msg("stop requested")
-			sig = syscall.SIGTERM
-		}
-		if sig == syscall.SIGHUP {
-			s.reload(ctx)
-			continue
-		}
-		log.Info().Str("signal", sig.String()).Msg("stopping: running jobs may finish (send the signal again to stop them)")
-		break
-	}
+	s.waitForStop(sigs)
+	s.notify(sdnotify.Stopping)
 	s.sched.Stop(context.Background())
 	stopCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -326,24 +324,4 @@ func (s *service) apply(ctx context.Context, f *config.File) error {
 	}
 	s.eng, s.file = eng, f
 	return nil
-}
-
-func (s *service) reload(ctx context.Context) {
-	var diags bytes.Buffer
-	a := *s.a
-	a.stderr = &diags
-	f, err := a.loadFile(&s.a.file)
-	if err != nil {
-		s.log.Error().Str("config", s.a.file.path).Str("diagnostics", strings.TrimSpace(diags.String())).
-			Msg("reload failed; keeping the previous configuration")
-		return
-	}
-	if f.Database != s.file.Database {
-		s.log.Warn().Msg("the database setting changed; it takes effect on restart")
-	}
-	if err := s.apply(ctx, f); err != nil {
-		s.log.Error().Err(err).Msg("reload failed; keeping the previous configuration")
-		return
-	}
-	s.log.Info().Int("queues", len(f.Queues)).Int("jobs", len(f.Jobs)).Msg("configuration reloaded")
 }

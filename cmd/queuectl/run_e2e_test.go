@@ -37,7 +37,14 @@ func (s *serviceProc) log() string {
 
 func (c *cli) startService(args ...string) *serviceProc {
 	c.t.Helper()
+	return c.startServiceEnv(nil, args...)
+}
+
+// startServiceEnv starts `queuectl run` with extra environment variables.
+func (c *cli) startServiceEnv(env []string, args ...string) *serviceProc {
+	c.t.Helper()
 	s := &serviceProc{t: c.t, cmd: c.cmd(append([]string{"run", "--log-format", "json"}, args...)...), done: make(chan error, 1)}
+	s.cmd.Env = append(s.cmd.Env, env...)
 	s.cmd.Stdout, s.cmd.Stderr = s, s
 	if err := s.cmd.Start(); err != nil {
 		c.t.Fatal(err)

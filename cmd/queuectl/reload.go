@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/queuectl/queuectl/config"
+	"github.com/queuectl/queuectl/internal/sdnotify"
+)
+
+// waitForStop handles SIGHUP (reload) until a stop signal arrives or the
+// store asks this service to stop.
+func (s *service) waitForStop(sigs <-chan os.Signal) {
+	for {
+		var sig os.Signal
+		select {
+		case sig = <-sigs:
+		case <-s.eng.StopRequested():
+			s.log.Info().Msg("stop requested")
+			sig = syscall.SIGTERM
+		}
+		if sig != syscall.SIGHUP {
+			s.log.Info().Str("signal", sig.String()).Msg("stopping: running jobs may finish (send the signal again to stop them)")
+			return
+		}
+		s.notify(sdnotify.Reloading)
+		s.reload(context.Background())
+		s.notify(sdnotify.Ready)
+	}
+}
+
+// notify tells systemd; a failure is logged, never fatal: the service
+// works the same without a supervisor listening.
+func (s *service) notify(state string) {
+	if err := s.notifier.Notify(state); err != nil {
+		s.log.Warn().Err(err).Str("state", state).Msg("notify systemd")
+	}
+}
+
+func (s *service) reload(ctx context.Context) {
+	var diags bytes.Buffer
+	a := *s.a
+	a.stderr = &diags
+	f, err := a.loadFile(&s.a.file)
+	if err != nil {
+		s.log.Error().Str("config", s.a.file.path).Str("diagnostics", strings.TrimSpace(diags.String())).
+			Msg("reload failed; keeping the previous configuration")
+		return
+	}
+	if f.Database != s.file.Database {
+		s.log.Warn().Msg("the database setting changed; it takes effect on restart")
+	}
+	changes := diffFiles(s.file, f)
+	if err := s.apply(ctx, f); err != nil {
+		s.log.Error().Err(err).Msg("reload failed; keeping the previous configuration")
+		return
+	}
+	ev := s.log.Info().Int("queues", len(f.Queues)).Int("jobs", len(f.Jobs))
+	if changes.empty() {
+		ev.Msg("configuration reloaded: nothing changed")
+		return
+	}
+	for _, c := range []struct {
+		key   string
+		names []string
+	}{
+		{"queues_added", changes.queues.added}, {"queues_removed", changes.queues.removed}, {"queues_changed", changes.queues.changed},
+		{"jobs_added", changes.jobs.added}, {"jobs_removed", changes.jobs.removed}, {"jobs_changed", changes.jobs.changed},
+	} {
+		if len(c.names) > 0 {
+			ev = ev.Strs(c.key, c.names)
+		}
+	}
+	if changes.other != nil {
+		ev = ev.Strs("settings_changed", changes.other)
+	}
+	ev.Msg("configuration reloaded")
+}
+
+// nameDiff lists names added, removed and changed between two versions.
+type nameDiff struct{ added, removed, changed []string }
+
+// fileDiff is what a reload changes.
+type fileDiff struct {
+	queues, jobs nameDiff
+	other        []string // file-wide settings: defaults, retention
+}
+
+func (d fileDiff) empty() bool {
+	return reflect.DeepEqual(d, fileDiff{})
+}
+
+func diffFiles(old, cur *config.File) fileDiff {
+	var d fileDiff
+	d.queues = diffNamed(old.Queues, cur.Queues, func(q config.Queue) string { return q.Name })
+	d.jobs = diffNamed(old.Jobs, cur.Jobs, func(j config.Job) string { return j.Name })
+	if !reflect.DeepEqual(old.Defaults, cur.Defaults) {
+		d.other = append(d.other, "defaults")
+	}
+	return d
+}
+
+// diffNamed compares two lists of named values.
+func diffNamed[T any](old, cur []T, name func(T) string) nameDiff {
+	var d nameDiff
+	before := map[string]T{}
+	for _, v := range old {
+		before[name(v)] = v
+	}
+	for _, v := range cur {
+		prev, ok := before[name(v)]
+		switch {
+		case !ok:
+			d.added = append(d.added, name(v))
+		case !reflect.DeepEqual(prev, v):
+			d.changed = append(d.changed, name(v))
+		}
+		delete(before, name(v))
+	}
+	for n := range before {
+		d.removed = append(d.removed, n)
+	}
+	slices.Sort(d.removed)
+	return d
+}
