@@ -2,26 +2,21 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/queuectl/queuectl/executor"
 	"github.com/queuectl/queuectl/internal/proc"
+	"github.com/queuectl/queuectl/internal/supervise"
 	"github.com/queuectl/queuectl/queue"
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -125,47 +120,7 @@ func (a *app) runWorker(ctx context.Context, o *workerOptions) error {
 		Lanes: []queue.Lane{{Queues: o.queues, Slots: o.slots}},
 		Lease: o.lease, Poll: o.poll, Log: log, Retry: retry, Host: a.hostName(), Processes: proc.Host{},
 	})
-	return serve(ctx, log, o.grace, eng.Start, eng.Stop, eng.StopRequested())
-}
-
-// serve runs a long-lived service until SIGINT or SIGTERM (or until it asks
-// to stop), then stops it in two phases: the first signal drains, a second
-// signal or the grace period ends running work.
-func serve(ctx context.Context, log zerolog.Logger, grace time.Duration,
-	start func(context.Context) error, stop func(context.Context) error, asked <-chan struct{}) error {
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	if err := start(ctx); err != nil {
-		return err
-	}
-	select {
-	case s := <-sigs:
-		log.Info().Str("signal", s.String()).Msg("stopping: running jobs may finish (send the signal again to stop them)")
-	case <-asked:
-		log.Info().Msg("stop requested: running jobs may finish")
-	case <-ctx.Done():
-	}
-	stopCtx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if grace > 0 {
-		t := time.AfterFunc(grace, func() {
-			log.Warn().Dur("grace", grace).Msg("grace period over: stopping running jobs")
-			cancel()
-		})
-		defer t.Stop()
-	}
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case s := <-sigs:
-			log.Warn().Str("signal", s.String()).Msg("second signal: stopping running jobs")
-			cancel()
-		case <-done:
-		}
-	}()
-	return stop(stopCtx)
+	return supervise.Serve(ctx, log, o.grace, eng.Start, eng.Stop, eng.StopRequested())
 }
 
 func (a *app) workerStartCmd() *cobra.Command {
@@ -242,7 +197,7 @@ func (a *app) startWorkers(cmd *cobra.Command, o *workerOptions, count int, fore
 	}
 	args := a.childArgs(cmd, dsn, o)
 	if foreground {
-		return a.runAttached(self, args, count)
+		return supervise.RunAttached(self, args, count, a.stdout, a.stderr)
 	}
 	home, err := a.home()
 	if err != nil {
@@ -255,14 +210,14 @@ func (a *app) startWorkers(cmd *cobra.Command, o *workerOptions, count int, fore
 	var children []*exec.Cmd
 	var logs []string
 	for range count {
-		c, logPath, err := startDetached(self, append(args, "--log-format", "json"), logDir)
+		c, logPath, err := supervise.StartDetached(self, append(args, "--log-format", "json"), logDir)
 		if err != nil {
 			return err
 		}
 		children = append(children, c)
 		logs = append(logs, logPath)
 	}
-	if err := waitRegistered(ctx, st, children, logs); err != nil {
+	if err := supervise.WaitRegistered(ctx, st, children, logs); err != nil {
 		return err
 	}
 	for _, c := range children {
@@ -271,117 +226,6 @@ func (a *app) startWorkers(cmd *cobra.Command, o *workerOptions, count int, fore
 	}
 	fmt.Fprintf(a.stderr, "started %d worker(s) on %s; logs in %s\n", count, redactDSN(dsn), logDir)
 	return nil
-}
-
-// startDetached starts a worker in its own session with output to a log file
-// named after its pid.
-func startDetached(self string, args []string, logDir string) (*exec.Cmd, string, error) {
-	tmp, err := os.CreateTemp(logDir, "worker-starting-*.log")
-	if err != nil {
-		return nil, "", fmt.Errorf("create worker log: %w", err)
-	}
-	defer tmp.Close()
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
-		return nil, "", err
-	}
-	defer devnull.Close()
-	c := exec.Command(self, args...)
-	c.Stdin, c.Stdout, c.Stderr = devnull, tmp, tmp
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := c.Start(); err != nil {
-		os.Remove(tmp.Name())
-		return nil, "", fmt.Errorf("start worker: %w", err)
-	}
-	logPath := filepath.Join(logDir, fmt.Sprintf("worker-%d.log", c.Process.Pid))
-	if err := os.Rename(tmp.Name(), logPath); err != nil {
-		logPath = tmp.Name()
-	}
-	return c, logPath, nil
-}
-
-// waitRegistered returns once every child has registered in the store, or
-// reports the first that died, with the end of its log.
-func waitRegistered(ctx context.Context, st queue.Store, children []*exec.Cmd, logs []string) error {
-	exited := make(chan int, len(children))
-	for i, c := range children {
-		go func() {
-			c.Wait()
-			exited <- i
-		}()
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ws, err := st.ListWorkers(ctx)
-		if err != nil {
-			return err
-		}
-		registered := map[int]bool{}
-		for _, w := range ws {
-			registered[w.PID] = true
-		}
-		all := true
-		for _, c := range children {
-			all = all && registered[c.Process.Pid]
-		}
-		if all {
-			return nil
-		}
-		select {
-		case i := <-exited:
-			return fmt.Errorf("worker %d exited at start: %s", children[i].Process.Pid, tail(logs[i]))
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("workers did not register within 30s; see %s", filepath.Dir(logs[0]))
-		}
-	}
-}
-
-func tail(path string) string {
-	b, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return oneLine(lines[len(lines)-1])
-}
-
-// runAttached runs count workers as child processes of this one, each in its
-// own process group so that a terminal's Ctrl-C reaches them once, through
-// this process, and waits for them.
-func (a *app) runAttached(self string, args []string, count int) error {
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	var children []*exec.Cmd
-	done := make(chan error, count)
-	for range count {
-		c := exec.Command(self, args...)
-		c.Stdout, c.Stderr = a.stderr, a.stderr
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := c.Start(); err != nil {
-			for _, o := range children {
-				o.Process.Signal(syscall.SIGTERM)
-			}
-			return fmt.Errorf("start worker: %w", err)
-		}
-		children = append(children, c)
-		fmt.Fprintln(a.stdout, c.Process.Pid)
-		go func() { done <- c.Wait() }()
-	}
-	var failed error
-	for left := count; left > 0; {
-		select {
-		case s := <-sigs:
-			for _, c := range children {
-				c.Process.Signal(s)
-			}
-		case err := <-done:
-			left--
-			if err != nil && failed == nil {
-				failed = fmt.Errorf("worker: %w", err)
-			}
-		}
-	}
-	return failed
 }
 
 func (a *app) workerStopCmd() *cobra.Command {
@@ -401,112 +245,15 @@ after --timeout the command reports those still running.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
-				return a.stopWorkers(ctx, st, timeout, allHosts)
+				return supervise.Stop(ctx, st, supervise.StopParams{
+					Host: a.hostName(), Timeout: timeout, AllHosts: allHosts, Stdout: a.stdout, Stderr: a.stderr,
+				})
 			})
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "how long running jobs may take before they are stopped and put back (0: wait for them)")
 	cmd.Flags().BoolVar(&allHosts, "all-hosts", false, "also stop the workers of other hosts, through the database")
 	return cmd
-}
-
-func (a *app) stopWorkers(ctx context.Context, st queue.Store, timeout time.Duration, allHosts bool) error {
-	ws, err := st.ListWorkers(ctx)
-	if err != nil {
-		return err
-	}
-	host := a.hostName()
-	boot := proc.BootID()
-	var local []*queue.WorkerInfo
-	remote := map[string]bool{}
-	for _, w := range ws {
-		switch {
-		case w.Host == host && w.BootID == boot:
-			if proc.Alive(w.PID, w.ProcStart) {
-				local = append(local, w)
-			}
-		case allHosts:
-			remote[w.ID] = true
-		}
-	}
-	if len(local) == 0 && len(remote) == 0 {
-		fmt.Fprintln(a.stdout, "no workers running on this host")
-		return nil
-	}
-	// Local workers get a signal, not the store's stop request, so that they
-	// see exactly one request now and a second one only when --timeout
-	// passes; remote ones can only be asked through the store.
-	signalAll(local, syscall.SIGTERM)
-	if len(remote) > 0 {
-		if err := st.RequestStop(ctx, slices.Collect(maps.Keys(remote))); err != nil {
-			return err
-		}
-	}
-	asked := len(local) + len(remote)
-	start := time.Now()
-	forced := false
-	lastList := time.Time{}
-	for {
-		alive := 0
-		for _, w := range local {
-			if proc.Alive(w.PID, w.ProcStart) {
-				alive++
-			}
-		}
-		if len(remote) > 0 && time.Since(lastList) > 250*time.Millisecond {
-			if err := a.dropUnregistered(ctx, st, remote); err != nil {
-				return err
-			}
-			lastList = time.Now()
-		}
-		if alive == 0 && len(remote) == 0 {
-			break
-		}
-		if alive == 0 && timeout > 0 && time.Since(start) > timeout {
-			return fmt.Errorf("%d worker(s) on other hosts still running after %s: %s", len(remote), timeout,
-				strings.Join(slices.Sorted(maps.Keys(remote)), ", "))
-		}
-		if timeout > 0 && !forced && time.Since(start) > timeout {
-			fmt.Fprintf(a.stderr, "timeout: stopping the running jobs of %d worker(s); they will be retried\n", alive)
-			signalAll(local, syscall.SIGTERM) // the second signal ends running jobs
-			forced = true
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(25 * time.Millisecond):
-		}
-	}
-	fmt.Fprintf(a.stdout, "stopped %d worker(s)\n", asked)
-	return nil
-}
-
-// dropUnregistered removes from ids the workers no longer registered.
-func (a *app) dropUnregistered(ctx context.Context, st queue.Store, ids map[string]bool) error {
-	ws, err := st.ListWorkers(ctx)
-	if err != nil {
-		return err
-	}
-	still := map[string]bool{}
-	for _, w := range ws {
-		still[w.ID] = true
-	}
-	for id := range ids {
-		if !still[id] {
-			delete(ids, id)
-		}
-	}
-	return nil
-}
-
-func signalAll(ws []*queue.WorkerInfo, sig syscall.Signal) {
-	for _, w := range ws {
-		if proc.Alive(w.PID, w.ProcStart) {
-			if err := syscall.Kill(w.PID, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-				continue
-			}
-		}
-	}
 }
 
 func (a *app) workerListCmd() *cobra.Command {

@@ -1,0 +1,86 @@
+package supervise
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+// StartDetached starts a worker in its own session with output to a log file
+// named after its pid.
+func StartDetached(self string, args []string, logDir string) (*exec.Cmd, string, error) {
+	tmp, err := os.CreateTemp(logDir, "worker-starting-*.log")
+	if err != nil {
+		return nil, "", fmt.Errorf("create worker log: %w", err)
+	}
+	defer tmp.Close()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, "", err
+	}
+	defer devnull.Close()
+	c := exec.Command(self, args...)
+	c.Stdin, c.Stdout, c.Stderr = devnull, tmp, tmp
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := c.Start(); err != nil {
+		os.Remove(tmp.Name())
+		return nil, "", fmt.Errorf("start worker: %w", err)
+	}
+	logPath := filepath.Join(logDir, fmt.Sprintf("worker-%d.log", c.Process.Pid))
+	if err := os.Rename(tmp.Name(), logPath); err != nil {
+		logPath = tmp.Name()
+	}
+	return c, logPath, nil
+}
+
+// WaitRegistered returns once every child has registered in the store, or
+// reports the first that died, with the end of its log.
+func WaitRegistered(ctx context.Context, st queue.Store, children []*exec.Cmd, logs []string) error {
+	exited := make(chan int, len(children))
+	for i, c := range children {
+		go func() {
+			c.Wait()
+			exited <- i
+		}()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ws, err := st.ListWorkers(ctx)
+		if err != nil {
+			return err
+		}
+		registered := map[int]bool{}
+		for _, w := range ws {
+			registered[w.PID] = true
+		}
+		all := true
+		for _, c := range children {
+			all = all && registered[c.Process.Pid]
+		}
+		if all {
+			return nil
+		}
+		select {
+		case i := <-exited:
+			return fmt.Errorf("worker %d exited at start: %s", children[i].Process.Pid, tail(logs[i]))
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("workers did not register within 30s; see %s", filepath.Dir(logs[0]))
+		}
+	}
+}
+
+// tail is the last line of the file at path, on one line.
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(strings.Fields(lines[len(lines)-1]), " ")
+}

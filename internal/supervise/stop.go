@@ -1,0 +1,130 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/queuectl/queuectl/internal/proc"
+	"github.com/queuectl/queuectl/queue"
+)
+
+// StopParams says which workers Stop stops and where it reports.
+type StopParams struct {
+	Host     string        // this host's name, as workers registered it
+	Timeout  time.Duration // after it, running jobs are stopped and put back (0: wait for them)
+	AllHosts bool          // also ask other hosts' workers, through the store
+	Stdout   io.Writer
+	Stderr   io.Writer
+}
+
+// Stop asks this host's workers to stop (a signal: they drain) and, with
+// AllHosts, the other hosts' workers (a stop request in the store), and
+// waits until they are gone. After Timeout a second signal makes local
+// workers stop their running jobs; remote ones can only be waited for.
+func Stop(ctx context.Context, st queue.Store, p StopParams) error {
+	timeout, allHosts := p.Timeout, p.AllHosts
+	ws, err := st.ListWorkers(ctx)
+	if err != nil {
+		return err
+	}
+	host := p.Host
+	boot := proc.BootID()
+	var local []*queue.WorkerInfo
+	remote := map[string]bool{}
+	for _, w := range ws {
+		switch {
+		case w.Host == host && w.BootID == boot:
+			if proc.Alive(w.PID, w.ProcStart) {
+				local = append(local, w)
+			}
+		case allHosts:
+			remote[w.ID] = true
+		}
+	}
+	if len(local) == 0 && len(remote) == 0 {
+		fmt.Fprintln(p.Stdout, "no workers running on this host")
+		return nil
+	}
+	// Local workers get a signal, not the store's stop request, so that they
+	// see exactly one request now and a second one only when --timeout
+	// passes; remote ones can only be asked through the store.
+	signalAll(local, syscall.SIGTERM)
+	if len(remote) > 0 {
+		if err := st.RequestStop(ctx, slices.Collect(maps.Keys(remote))); err != nil {
+			return err
+		}
+	}
+	asked := len(local) + len(remote)
+	start := time.Now()
+	forced := false
+	lastList := time.Time{}
+	for {
+		alive := 0
+		for _, w := range local {
+			if proc.Alive(w.PID, w.ProcStart) {
+				alive++
+			}
+		}
+		if len(remote) > 0 && time.Since(lastList) > 250*time.Millisecond {
+			if err := dropUnregistered(ctx, st, remote); err != nil {
+				return err
+			}
+			lastList = time.Now()
+		}
+		if alive == 0 && len(remote) == 0 {
+			break
+		}
+		if alive == 0 && timeout > 0 && time.Since(start) > timeout {
+			return fmt.Errorf("%d worker(s) on other hosts still running after %s: %s", len(remote), timeout,
+				strings.Join(slices.Sorted(maps.Keys(remote)), ", "))
+		}
+		if timeout > 0 && !forced && time.Since(start) > timeout {
+			fmt.Fprintf(p.Stderr, "timeout: stopping the running jobs of %d worker(s); they will be retried\n", alive)
+			signalAll(local, syscall.SIGTERM) // the second signal ends running jobs
+			forced = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+	fmt.Fprintf(p.Stdout, "stopped %d worker(s)\n", asked)
+	return nil
+}
+
+// dropUnregistered removes from ids the workers no longer registered.
+func dropUnregistered(ctx context.Context, st queue.Store, ids map[string]bool) error {
+	ws, err := st.ListWorkers(ctx)
+	if err != nil {
+		return err
+	}
+	still := map[string]bool{}
+	for _, w := range ws {
+		still[w.ID] = true
+	}
+	for id := range ids {
+		if !still[id] {
+			delete(ids, id)
+		}
+	}
+	return nil
+}
+
+// signalAll sends sig to each worker still alive.
+func signalAll(ws []*queue.WorkerInfo, sig syscall.Signal) {
+	for _, w := range ws {
+		if proc.Alive(w.PID, w.ProcStart) {
+			if err := syscall.Kill(w.PID, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+				continue
+			}
+		}
+	}
+}
