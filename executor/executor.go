@@ -153,58 +153,16 @@ func (e *Executor) Config() Config {
 // has Canceled set and StartErr wrapping ctx.Err().
 func (e *Executor) Run(ctx context.Context, c Command) Result {
 	res := Result{ExitCode: -1, Started: time.Now().UTC()}
-	if err := ctx.Err(); err != nil {
-		res.Canceled = true
-		res.StartErr = fmt.Errorf("start command: %w", err)
-		res.Finished = time.Now().UTC()
-		return res
-	}
-
-	if err := checkDir(c.Dir); err != nil {
-		res.StartErr = fmt.Errorf("start command: %w", err)
-		res.Output = []byte("queuectl: " + err.Error() + "\n")
-		res.Finished = time.Now().UTC()
-		return res
-	}
-
-	pr, pw, err := os.Pipe()
+	cmd, pr, err := e.start(ctx, c, &res)
 	if err != nil {
-		res.StartErr = fmt.Errorf("create output pipe: %w", err)
+		res.StartErr = err
 		res.Finished = time.Now().UTC()
 		return res
 	}
 	defer pr.Close()
-
-	cmd := exec.Command(e.cfg.Shell[0], append(slices.Clone(e.cfg.Shell[1:]), c.Script)...)
-	cmd.Env = append(os.Environ(), c.Env...) // exec keeps the last of duplicate keys
-	cmd.Dir = c.Dir
-	cmd.Stdout, cmd.Stderr = pw, pw // *os.File: the child writes straight into our pipe
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-
-	res.Started = time.Now().UTC()
-	err = cmd.Start()
-	pw.Close() // only the child (and its descendants) hold the write end now
-	if err != nil {
-		res.StartErr = fmt.Errorf("start command: %w", err)
-		res.Finished = time.Now().UTC()
-		return res
-	}
 	pgid := cmd.Process.Pid
 	res.PID = pgid
-
-	out := newCapture(e.cfg.OutputLimit)
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := pr.Read(buf)
-			_, _ = out.Write(buf[:n])
-			if err != nil {
-				return // io.EOF once every writer is gone, or our forced Close
-			}
-		}
-	}()
+	out, copied := readOutput(pr, e.cfg.OutputLimit)
 
 	// exited delivers once the shell has exited; the value reports whether
 	// it has already been reaped (only on platforms or in error paths where
@@ -219,80 +177,18 @@ func (e *Executor) Run(ctx context.Context, c Command) Result {
 		timeout = t.C
 	}
 	if c.OnStart != nil {
-		onStartDone := false
-		defer func() {
-			if !onStartDone { // OnStart panicked: do not leave the group running
-				_ = KillGroup(pgid, syscall.SIGKILL)
-				if !<-exited {
-					_ = cmd.Wait()
-				}
-			}
-		}()
-		c.OnStart(pgid)
-		onStartDone = true
+		onStart(c.OnStart, cmd, exited)
 	}
 
-	var reaped, leaderDone bool
-	select {
-	case reaped = <-exited:
-		leaderDone = true
-	case <-timeout:
-		res.TimedOut = true
-	case <-ctx.Done():
-		res.Canceled = true
-	}
-	if !leaderDone {
-		// An exit that raced with the deadline or the cancel is a normal exit.
-		select {
-		case reaped = <-exited:
-			leaderDone = true
-			res.TimedOut, res.Canceled = false, false
-		default:
-		}
-	}
-
+	reaped, leaderDone := awaitEnd(ctx, timeout, exited, &res)
 	stopped := !leaderDone
 	if stopped {
-		reaped, leaderDone = e.stopGroup(pgid, exited)
-		if !leaderDone {
-			reaped = <-exited
-		}
-		// The shell has exited. Kill whatever is left of its group. While
-		// the shell is unreaped its pid cannot be reused, so the signal is
-		// safe even when the group looks empty (it catches members forked
-		// during a scan).
-		if !reaped || proc.GroupAlive(pgid) {
-			_ = KillGroup(pgid, syscall.SIGKILL)
-		}
+		reaped = e.stop(pgid, exited)
 	} else {
-		// A normal exit, the common case: reap the shell first, then probe
-		// the group with signal 0. While any process is left in the group,
-		// its id cannot be reused, so the probe and the kill are safe; and
-		// an empty group (ESRCH) costs no scan of /proc.
-		if !reaped {
-			_ = cmd.Wait() // exit status is taken from ProcessState below
-			reaped = true
-		}
-		if syscall.Kill(-pgid, 0) == nil {
-			res.KilledLeftovers = proc.GroupAlive(pgid) // zombies alone are not leftovers
-			_ = KillGroup(pgid, syscall.SIGKILL)
-		}
+		reapAndSweep(cmd, pgid, reaped, &res)
+		reaped = true
 	}
-
-	// Collect the remaining output and let killed members disappear, within
-	// WaitDelay.
-	deadline := time.Now().Add(e.cfg.WaitDelay)
-	drain := time.NewTimer(e.cfg.WaitDelay)
-	defer drain.Stop()
-	select {
-	case <-copied:
-	case <-drain.C:
-		pr.Close() // held open by a process outside the group
-		<-copied
-	}
-	if stopped || res.KilledLeftovers {
-		waitGroupGone(pgid, deadline)
-	}
+	e.drain(pr, copied, pgid, stopped || res.KilledLeftovers)
 
 	if !reaped {
 		_ = cmd.Wait() // exit status is taken from ProcessState below
@@ -308,6 +204,144 @@ func (e *Executor) Run(ctx context.Context, c Command) Result {
 		}
 	}
 	return res
+}
+
+// start checks what would keep c from starting and starts its shell in a
+// process group of its own, writing into the returned pipe. On an error
+// nothing runs; res carries what the caller reports besides the error.
+func (e *Executor) start(ctx context.Context, c Command, res *Result) (*exec.Cmd, *os.File, error) {
+	if err := ctx.Err(); err != nil {
+		res.Canceled = true
+		return nil, nil, fmt.Errorf("start command: %w", err)
+	}
+	if err := checkDir(c.Dir); err != nil {
+		res.Output = []byte("queuectl: " + err.Error() + "\n")
+		return nil, nil, fmt.Errorf("start command: %w", err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("create output pipe: %w", err)
+	}
+
+	cmd := exec.Command(e.cfg.Shell[0], append(slices.Clone(e.cfg.Shell[1:]), c.Script)...)
+	cmd.Env = append(os.Environ(), c.Env...) // exec keeps the last of duplicate keys
+	cmd.Dir = c.Dir
+	cmd.Stdout, cmd.Stderr = pw, pw // *os.File: the child writes straight into our pipe
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	res.Started = time.Now().UTC()
+	err = cmd.Start()
+	pw.Close() // only the child (and its descendants) hold the write end now
+	if err != nil {
+		pr.Close()
+		return nil, nil, fmt.Errorf("start command: %w", err)
+	}
+	return cmd, pr, nil
+}
+
+// readOutput copies the pipe into a capped buffer until every writer is
+// gone (or the pipe is closed); copied is closed then.
+func readOutput(pr *os.File, limit int64) (out *capture, copied chan struct{}) {
+	out = newCapture(limit)
+	copied = make(chan struct{})
+	go func() {
+		defer close(copied)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := pr.Read(buf)
+			_, _ = out.Write(buf[:n])
+			if err != nil {
+				return // io.EOF once every writer is gone, or our forced Close
+			}
+		}
+	}()
+	return out, copied
+}
+
+// onStart calls fn with the process group id; if fn panics, the group is
+// killed and the shell reaped before the panic goes on.
+func onStart(fn func(pgid int), cmd *exec.Cmd, exited <-chan bool) {
+	pgid := cmd.Process.Pid
+	done := false
+	defer func() {
+		if !done { // fn panicked: do not leave the group running
+			_ = KillGroup(pgid, syscall.SIGKILL)
+			if !<-exited {
+				_ = cmd.Wait()
+			}
+		}
+	}()
+	fn(pgid)
+	done = true
+}
+
+// awaitEnd waits until the shell exits, the timeout fires or ctx ends, and
+// records which in res. An exit that raced with the deadline or the cancel
+// is a normal exit.
+func awaitEnd(ctx context.Context, timeout <-chan time.Time, exited <-chan bool, res *Result) (reaped, leaderDone bool) {
+	select {
+	case reaped = <-exited:
+		return reaped, true
+	case <-timeout:
+		res.TimedOut = true
+	case <-ctx.Done():
+		res.Canceled = true
+	}
+	select {
+	case reaped = <-exited:
+		res.TimedOut, res.Canceled = false, false
+		return reaped, true
+	default:
+	}
+	return false, false
+}
+
+// stop stops the group of a shell that has not exited and returns once the
+// shell has; it reports whether the shell was reaped.
+func (e *Executor) stop(pgid int, exited <-chan bool) (reaped bool) {
+	reaped, leaderDone := e.stopGroup(pgid, exited)
+	if !leaderDone {
+		reaped = <-exited
+	}
+	// The shell has exited. Kill whatever is left of its group. While
+	// the shell is unreaped its pid cannot be reused, so the signal is
+	// safe even when the group looks empty (it catches members forked
+	// during a scan).
+	if !reaped || proc.GroupAlive(pgid) {
+		_ = KillGroup(pgid, syscall.SIGKILL)
+	}
+	return reaped
+}
+
+// reapAndSweep handles a normal exit, the common case: it reaps the shell
+// first, then probes the group with signal 0. While any process is left in
+// the group, its id cannot be reused, so the probe and the kill are safe;
+// and an empty group (ESRCH) costs no scan of /proc.
+func reapAndSweep(cmd *exec.Cmd, pgid int, reaped bool, res *Result) {
+	if !reaped {
+		_ = cmd.Wait() // exit status is taken from ProcessState
+	}
+	if syscall.Kill(-pgid, 0) == nil {
+		res.KilledLeftovers = proc.GroupAlive(pgid) // zombies alone are not leftovers
+		_ = KillGroup(pgid, syscall.SIGKILL)
+	}
+}
+
+// drain collects the remaining output and, when the group was killed,
+// lets its members disappear, within WaitDelay.
+func (e *Executor) drain(pr *os.File, copied <-chan struct{}, pgid int, killed bool) {
+	deadline := time.Now().Add(e.cfg.WaitDelay)
+	t := time.NewTimer(e.cfg.WaitDelay)
+	defer t.Stop()
+	select {
+	case <-copied:
+	case <-t.C:
+		pr.Close() // held open by a process outside the group
+		<-copied
+	}
+	if killed {
+		waitGroupGone(pgid, deadline)
+	}
 }
 
 // stopGroup sends SIGTERM (and SIGCONT) to the group, then waits until the
