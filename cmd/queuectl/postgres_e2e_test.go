@@ -33,6 +33,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/internal/proc"
+	"github.com/queuectl/queuectl/internal/testpg"
 )
 
 var (
@@ -45,14 +46,14 @@ func pgBaseURL(t *testing.T) string {
 	t.Helper()
 	u := os.Getenv("TEST_DATABASE_URL")
 	if u == "" {
-		t.Skip("PostgreSQL end-to-end tests skipped: set TEST_DATABASE_URL (e.g. postgres://user@127.0.0.1:5432/test?sslmode=disable) to run them")
+		testpg.Unavailable(t, "PostgreSQL end-to-end tests skipped: set TEST_DATABASE_URL (e.g. postgres://user@127.0.0.1:5432/test?sslmode=disable) to run them")
 	}
 	if !isPostgresURL(u) {
-		t.Skip("PostgreSQL end-to-end tests skipped: the CLI needs TEST_DATABASE_URL in postgres:// URL form")
+		testpg.Unavailable(t, "PostgreSQL end-to-end tests skipped: the CLI needs TEST_DATABASE_URL in postgres:// URL form")
 	}
 	pgReachOnce.Do(func() { pgReachErr = pgTestExec(u, "SELECT 1") })
 	if pgReachErr != nil {
-		t.Skipf("PostgreSQL end-to-end tests skipped: the server at TEST_DATABASE_URL is unreachable: %v", pgReachErr)
+		testpg.Unavailable(t, "PostgreSQL end-to-end tests skipped: the server at TEST_DATABASE_URL is unreachable: %v", pgReachErr)
 	}
 	return u
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/queuectl/queuectl/internal/testpg"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/postgres"
 	"github.com/queuectl/queuectl/queue/storetest"
@@ -34,7 +35,7 @@ func baseURL(t *testing.T) string {
 	t.Helper()
 	u := os.Getenv("TEST_DATABASE_URL")
 	if u == "" {
-		t.Skip("PostgreSQL tests skipped: set TEST_DATABASE_URL (e.g. postgres://user@127.0.0.1:5432/test?sslmode=disable) to run them")
+		testpg.Unavailable(t, "PostgreSQL tests skipped: set TEST_DATABASE_URL (e.g. postgres://user@127.0.0.1:5432/test?sslmode=disable) to run them")
 	}
 	reachOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -46,7 +47,7 @@ func baseURL(t *testing.T) string {
 		reachErr = err
 	})
 	if reachErr != nil {
-		t.Skipf("PostgreSQL tests skipped: the server at TEST_DATABASE_URL is unreachable: %v", reachErr)
+		testpg.Unavailable(t, "PostgreSQL tests skipped: the server at TEST_DATABASE_URL is unreachable: %v", reachErr)
 	}
 	return u
 }
