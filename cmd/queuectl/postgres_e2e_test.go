@@ -813,3 +813,43 @@ func cpuTicks(pids []int) map[int][2]uint64 {
 	}
 	return out
 }
+
+// A password in the database URL stays out of what other users and jobs can
+// read: detached workers' arguments (ps), the jobs' environment, the logs.
+func TestE2EPostgresPasswordStaysSecret(t *testing.T) {
+	_, db := newPGSchema(t)
+	u, err := url.Parse(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "s3cret-pw"
+	u.User = url.UserPassword(u.User.Username(), secret) // the test server trusts local connections
+	h := newPGHost(t, u.String(), "host-a")
+	envFile := filepath.Join(t.TempDir(), "env.txt")
+	h.ok("enqueue", fmt.Sprintf(`{"id":"env","command":"env > %s"}`, envFile))
+	pids := h.startWorkers("--count", "1")
+	h.waitState("env", "completed", 30*time.Second)
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pids[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(cmdline), secret) {
+		t.Errorf("the worker's arguments show the password: %q", cmdline)
+	}
+	env, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(env), secret) {
+		t.Errorf("the job's environment holds the password")
+	}
+	if !strings.Contains(string(env), "QUEUECTL_DB=postgres://") {
+		t.Errorf("the job's environment should name the database (without password): %s", env)
+	}
+	logs, _ := filepath.Glob(filepath.Join(h.home, "logs", "*.log"))
+	for _, l := range logs {
+		if b, _ := os.ReadFile(l); strings.Contains(string(b), secret) {
+			t.Errorf("%s holds the password", l)
+		}
+	}
+}

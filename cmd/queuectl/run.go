@@ -209,6 +209,7 @@ type service struct {
 	o     *runOptions
 	log   zerolog.Logger
 	st    queue.Store
+	dsn   string // the database, as its jobs' QUEUECTL_DB shows it (see jobDBEnv)
 	file  *config.File
 	eng   *queue.Engine
 	sched *scheduler.Scheduler
@@ -250,7 +251,7 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 		return err
 	}
 	defer st.Close()
-	s := &service{a: a, o: o, log: log, st: st, notifier: sdnotify.New(a.getenv, os.Getpid())}
+	s := &service{a: a, o: o, log: log, st: st, dsn: dsn, notifier: sdnotify.New(a.getenv, os.Getpid())}
 	s.drainCtx, s.stopDrains = context.WithCancel(context.Background())
 	defer s.stopDrains()
 	if err := s.apply(ctx, f); err != nil {
@@ -308,7 +309,7 @@ func (s *service) apply(ctx context.Context, f *config.File) error {
 		s.file = f
 		return nil
 	}
-	eng := queue.NewEngine(s.st, shellRunner{executor.New(executor.Config{KillGrace: s.o.kill})}, queue.EngineConfig{
+	eng := queue.NewEngine(s.st, shellRunner{executor.New(executor.Config{KillGrace: s.o.kill}), jobDBEnv(s.dsn)}, queue.EngineConfig{
 		Lanes: lanes(f), Lease: s.o.lease, Log: s.log, Retry: s.o.retry, Host: s.a.hostName(), Processes: proc.Host{},
 	})
 	if err := eng.Start(ctx); err != nil {

@@ -116,7 +116,7 @@ func (a *app) runWorker(ctx context.Context, o *workerOptions) error {
 	}
 	defer st.Close()
 	log.Info().Str("database", redactDSN(dsn)).Strs("queues", o.queues).Int("slots", o.slots).Msg("worker starting")
-	eng := queue.NewEngine(st, shellRunner{executor.New(executor.Config{KillGrace: o.kill})}, queue.EngineConfig{
+	eng := queue.NewEngine(st, shellRunner{executor.New(executor.Config{KillGrace: o.kill}), jobDBEnv(dsn)}, queue.EngineConfig{
 		Lanes: []queue.Lane{{Queues: o.queues, Slots: o.slots}},
 		Lease: o.lease, Poll: o.poll, Log: log, Retry: retry, Host: a.hostName(), Processes: proc.Host{},
 	})
@@ -161,9 +161,11 @@ and puts them back in the queue.`,
 	return cmd
 }
 
-// childArgs are the arguments of one worker process.
-func (a *app) childArgs(cmd *cobra.Command, dsn string, o *workerOptions) []string {
-	args := []string{"worker", "run", "--db", dsn, "--log-level", a.logLevel}
+// childArgs are the arguments of one worker process. The database is not
+// among them: every user can read a process's arguments (ps), and a
+// PostgreSQL URL may hold a password. childEnv passes it.
+func (a *app) childArgs(cmd *cobra.Command, o *workerOptions) []string {
+	args := []string{"worker", "run", "--log-level", a.logLevel}
 	for _, q := range o.queues {
 		args = append(args, "--queue", q)
 	}
@@ -195,9 +197,9 @@ func (a *app) startWorkers(cmd *cobra.Command, o *workerOptions, count int, fore
 	if err != nil {
 		return fmt.Errorf("find queuectl binary: %w", err)
 	}
-	args := a.childArgs(cmd, dsn, o)
+	args, env := a.childArgs(cmd, o), childEnv(dsn)
 	if foreground {
-		return supervise.RunAttached(self, args, count, a.stdout, a.stderr)
+		return supervise.RunAttached(self, args, env, count, a.stdout, a.stderr)
 	}
 	home, err := a.home()
 	if err != nil {
@@ -210,7 +212,7 @@ func (a *app) startWorkers(cmd *cobra.Command, o *workerOptions, count int, fore
 	var children []*exec.Cmd
 	var logs []string
 	for range count {
-		c, logPath, err := supervise.StartDetached(self, append(args, "--log-format", "json"), logDir)
+		c, logPath, err := supervise.StartDetached(self, append(args, "--log-format", "json"), env, logDir)
 		if err != nil {
 			return err
 		}

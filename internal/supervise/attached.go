@@ -12,7 +12,7 @@ import (
 // RunAttached runs count workers as child processes of this one, each in its
 // own process group so that a terminal's Ctrl-C reaches them once, through
 // this process, and waits for them.
-func RunAttached(self string, args []string, count int, stdout, stderr io.Writer) error {
+func RunAttached(self string, args, env []string, count int, stdout, stderr io.Writer) error {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -20,6 +20,7 @@ func RunAttached(self string, args []string, count int, stdout, stderr io.Writer
 	done := make(chan error, count)
 	for range count {
 		c := exec.Command(self, args...)
+		c.Env = env
 		c.Stdout, c.Stderr = stderr, stderr
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := c.Start(); err != nil {

@@ -15,7 +15,7 @@ import (
 
 // StartDetached starts a worker in its own session with output to a log file
 // named after its pid.
-func StartDetached(self string, args []string, logDir string) (*exec.Cmd, string, error) {
+func StartDetached(self string, args, env []string, logDir string) (*exec.Cmd, string, error) {
 	tmp, err := os.CreateTemp(logDir, "worker-starting-*.log")
 	if err != nil {
 		return nil, "", fmt.Errorf("create worker log: %w", err)
@@ -27,6 +27,7 @@ func StartDetached(self string, args []string, logDir string) (*exec.Cmd, string
 	}
 	defer devnull.Close()
 	c := exec.Command(self, args...)
+	c.Env = env // the database is here, not in args (see cmd/queuectl childArgs)
 	c.Stdin, c.Stdout, c.Stderr = devnull, tmp, tmp
 	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := c.Start(); err != nil {
