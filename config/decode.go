@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -15,8 +14,6 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
-
-	"github.com/queuectl/queuectl/scheduler/cronspec"
 )
 
 var fileSchema = &hcl.BodySchema{
@@ -234,197 +231,9 @@ func (d *decoder) decodeQueue(b *hcl.Block, seen map[string]hcl.Range) (q Queue,
 	return q, ok
 }
 
-// decodeJob decodes a job block; see decodeQueue.
-func (d *decoder) decodeJob(b *hcl.Block, seen, queues map[string]hcl.Range, queueNames []string) (j Job, ok bool) {
-	ok = d.checkName(b, "job", seen)
-	content, diags := b.Body.Content(jobSchema)
-	d.diags = append(d.diags, diags...)
-	attrs := content.Attributes
-	j = Job{
-		Name:       b.Labels[0],
-		Queue:      DefaultQueue,
-		TimeZone:   DefaultTimeZone,
-		Overlap:    DefaultOverlap,
-		CatchUp:    DefaultCatchUp,
-		MaxCatchUp: DefaultMaxCatchUp,
-		Enabled:    true,
-	}
-
-	if attr, found := attrs["queue"]; found {
-		if s, valid := d.str(attr); valid {
-			j.Queue = s
-			if _, declared := queues[s]; !declared && s != DefaultQueue {
-				d.attrError(attr, "Undeclared queue", undeclaredQueueDetail(s, queueNames))
-			}
-		}
-	}
-
-	loc := time.UTC
-	if attr, found := attrs["time_zone"]; found {
-		if s, valid := d.str(attr); valid {
-			if l, err := loadLocation(s); err != nil {
-				d.attrError(attr, "Invalid time zone", fmt.Sprintf(
-					"%s: use an IANA time zone name such as \"Europe/Berlin\", \"America/New_York\" or \"UTC\".", capitalize(err.Error())))
-			} else {
-				j.TimeZone, loc = s, l
-			}
-		}
-	}
-
-	if attr, found := attrs["schedule"]; found {
-		if s, valid := d.requiredStr(attr); valid {
-			j.Schedule = s
-			d.checkSchedule(attr, s, loc)
-		}
-	}
-
-	if attr, found := attrs["command"]; found {
-		if s, valid := d.requiredStr(attr); valid {
-			switch {
-			case strings.TrimSpace(s) == "":
-				d.attrError(attr, "Empty command", "command must not be empty.")
-			case strings.ContainsRune(s, 0):
-				d.attrError(attr, "Invalid command", "command must not contain a NUL character.")
-			default:
-				j.Command = s
-			}
-		}
-	}
-
-	if attr, found := attrs["dir"]; found {
-		if s, valid := d.str(attr); valid && s != "" {
-			if strings.ContainsRune(s, 0) {
-				d.attrError(attr, "Invalid directory", "dir must not contain a NUL character.")
-			} else if filepath.IsAbs(s) {
-				j.Dir = filepath.Clean(s)
-			} else {
-				j.Dir = filepath.Join(d.dir, s)
-			}
-		}
-	}
-
-	if attr, found := attrs["env"]; found {
-		if env, valid := d.stringMap(attr); valid {
-			j.Env = d.checkEnv(attr, env)
-		}
-	}
-
-	if attr, found := attrs["overlap"]; found {
-		if s, valid := d.oneOf(attr, OverlapSkip, OverlapQueue, OverlapAllow); valid {
-			j.Overlap = s
-		}
-	}
-	if attr, found := attrs["catch_up"]; found {
-		if s, valid := d.oneOf(attr, CatchUpNone, CatchUpLatest, CatchUpAll); valid {
-			j.CatchUp = s
-		}
-	}
-	if attr, found := attrs["max_catch_up"]; found {
-		if n, valid := d.integer(attr); valid {
-			if n < 1 {
-				d.attrError(attr, "Invalid max_catch_up",
-					fmt.Sprintf("max_catch_up must be at least 1, got %d.", n))
-			} else {
-				j.MaxCatchUp = n
-			}
-		}
-	}
-	if attr, found := attrs["jitter"]; found {
-		if v, valid := d.duration(attr); valid {
-			if v < 0 {
-				d.attrError(attr, "Invalid jitter", fmt.Sprintf("jitter must not be negative, got %s.", v))
-			} else {
-				j.Jitter = v
-			}
-		}
-	}
-	if attr, found := attrs["priority"]; found {
-		if n, valid := d.integer(attr); valid {
-			if n < -maxPriorityLimit || n > maxPriorityLimit {
-				d.attrError(attr, "Invalid priority",
-					fmt.Sprintf("priority must be from %d to %d, got %d.", -maxPriorityLimit, maxPriorityLimit, n))
-			} else {
-				j.Priority = n
-			}
-		}
-	}
-	if attr, found := attrs["enabled"]; found {
-		if v, valid := d.boolean(attr); valid {
-			j.Enabled = v
-		}
-	}
-	j.Retry = d.retry(attrs)
-	return j, ok
-}
-
-func undeclaredQueueDetail(name string, declared []string) string {
-	if len(declared) == 0 {
-		return fmt.Sprintf("No queue %q is declared, and the file declares no queues; only the implicit %q queue exists.", name, DefaultQueue)
-	}
-	quoted := make([]string, len(declared))
-	implicit := fmt.Sprintf(" (and %q always exists)", DefaultQueue)
-	for i, q := range declared {
-		quoted[i] = fmt.Sprintf("%q", q)
-		if q == DefaultQueue {
-			implicit = ""
-		}
-	}
-	return fmt.Sprintf("No queue %q is declared. Declared queues: %s%s.", name, strings.Join(quoted, ", "), implicit)
-}
-
-func (d *decoder) checkSchedule(attr *hcl.Attribute, spec string, loc *time.Location) {
-	upper := strings.ToUpper(strings.TrimSpace(spec))
-	for _, prefix := range []string{"CRON_TZ=", "TZ="} {
-		if !strings.HasPrefix(upper, prefix) {
-			continue
-		}
-		detail := "A schedule cannot carry its own time zone; remove the prefix and set the job's time_zone attribute"
-		zone, _, _ := strings.Cut(strings.TrimSpace(spec)[len(prefix):], " ")
-		if zone != "" {
-			detail += fmt.Sprintf(" (time_zone = %q)", zone)
-		}
-		d.attrError(attr, "Invalid schedule", detail+".")
-		return
-	}
-	_, err := cronspec.Parse(spec, loc)
-	switch {
-	case errors.Is(err, cronspec.ErrNeverFires):
-		d.attrError(attr, "Schedule never fires",
-			fmt.Sprintf("No date matches %q (for example, February has no 30th), so the job would never run.", spec))
-	case err != nil:
-		d.attrError(attr, "Invalid schedule",
-			fmt.Sprintf("Cannot parse %q: %v. Use 5 fields (minute hour day-of-month month day-of-week), 6 with leading seconds, or a descriptor such as @daily or \"@every 90s\".", spec, err))
-	}
-}
-
 // reservedEnvPrefix starts the variables queuectl sets for each job
 // (queue.ReservedEnvPrefix; this package does not import queue).
 const reservedEnvPrefix = "QUEUECTL_"
-
-// checkEnv validates environment variable names and values.
-func (d *decoder) checkEnv(attr *hcl.Attribute, env map[string]string) map[string]string {
-	valid := true
-	for _, k := range sortedKeys(env) {
-		switch {
-		case k == "" || strings.ContainsAny(k, "=\x00"):
-			d.attrError(attr, "Invalid environment variable name",
-				fmt.Sprintf("%q cannot be an environment variable name: it must be non-empty and contain no \"=\" or NUL.", k))
-			valid = false
-		case strings.HasPrefix(k, reservedEnvPrefix):
-			d.attrError(attr, "Reserved environment variable",
-				fmt.Sprintf("%s cannot be set by a job: names starting with %s are queuectl's own (it finds a job's processes by them).", k, reservedEnvPrefix))
-			valid = false
-		case strings.ContainsRune(env[k], 0):
-			d.attrError(attr, "Invalid environment variable value",
-				fmt.Sprintf("The value of %s contains a NUL character.", k))
-			valid = false
-		}
-	}
-	if !valid {
-		return nil
-	}
-	return env
-}
 
 // retry decodes the retry settings present in attrs.
 func (d *decoder) retry(attrs hcl.Attributes) Retry {
@@ -470,19 +279,6 @@ func (d *decoder) retry(attrs hcl.Attributes) Retry {
 		}
 	}
 	return r
-}
-
-// loadLocation loads an IANA time zone, refusing the machine-dependent
-// "Local" and the empty name (which time.LoadLocation maps to UTC).
-func loadLocation(name string) (*time.Location, error) {
-	if name == "" || name == "Local" {
-		return nil, fmt.Errorf("time zone %q is not allowed", name)
-	}
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		return nil, fmt.Errorf("unknown time zone %q", name)
-	}
-	return loc, nil
 }
 
 // Value helpers. Each evaluates an attribute, reports problems as

@@ -226,8 +226,31 @@ func (d *decoder) override(b *hcl.Block, name, raw, source string, def cty.Value
 // decodeLocals evaluates the attributes of all locals blocks in dependency
 // order and reports reference cycles. d.ctx must hold var already.
 func (d *decoder) decodeLocals(blocks hcl.Blocks) map[string]cty.Value {
-	var order []*hcl.Attribute
-	attrs := map[string]*hcl.Attribute{}
+	order, attrs := d.collectLocals(blocks)
+	evalOrder, cyclic := d.orderLocals(order, attrs)
+	locals := map[string]cty.Value{}
+	for name := range cyclic {
+		locals[name] = cty.DynamicVal
+	}
+	for _, a := range evalOrder {
+		if cyclic[a.Name] {
+			continue
+		}
+		d.ctx.Variables["local"] = cty.ObjectVal(locals)
+		v, diags := a.Expr.Value(d.ctx)
+		d.diags = append(d.diags, diags...)
+		if diags.HasErrors() {
+			v = cty.DynamicVal
+		}
+		locals[a.Name] = v
+	}
+	return locals
+}
+
+// collectLocals gathers the local values of every locals block in file
+// order, reporting duplicates.
+func (d *decoder) collectLocals(blocks hcl.Blocks) (order []*hcl.Attribute, attrs map[string]*hcl.Attribute) {
+	attrs = map[string]*hcl.Attribute{}
 	for _, b := range blocks {
 		as, diags := b.Body.JustAttributes()
 		d.diags = append(d.diags, diags...)
@@ -247,6 +270,13 @@ func (d *decoder) decodeLocals(blocks hcl.Blocks) map[string]cty.Value {
 		}
 	}
 
+	return order, attrs
+}
+
+// orderLocals returns the order in which local values must be evaluated
+// (each after those it refers to) and the names caught in a reference loop,
+// which are reported.
+func (d *decoder) orderLocals(order []*hcl.Attribute, attrs map[string]*hcl.Attribute) (evalOrder []*hcl.Attribute, cyclic map[string]bool) {
 	// Depth-first search in file order; evaluation order is the post-order.
 	const (
 		unvisited = iota
@@ -254,8 +284,7 @@ func (d *decoder) decodeLocals(blocks hcl.Blocks) map[string]cty.Value {
 		done
 	)
 	state := map[string]int{}
-	cyclic := map[string]bool{}
-	var evalOrder []*hcl.Attribute
+	cyclic = map[string]bool{}
 	var stack []string
 	var visit func(a *hcl.Attribute)
 	visit = func(a *hcl.Attribute) {
@@ -296,23 +325,7 @@ func (d *decoder) decodeLocals(blocks hcl.Blocks) map[string]cty.Value {
 		}
 	}
 
-	locals := map[string]cty.Value{}
-	for name := range cyclic {
-		locals[name] = cty.DynamicVal
-	}
-	for _, a := range evalOrder {
-		if cyclic[a.Name] {
-			continue
-		}
-		d.ctx.Variables["local"] = cty.ObjectVal(locals)
-		v, diags := a.Expr.Value(d.ctx)
-		d.diags = append(d.diags, diags...)
-		if diags.HasErrors() {
-			v = cty.DynamicVal
-		}
-		locals[a.Name] = v
-	}
-	return locals
+	return evalOrder, cyclic
 }
 
 // localRefs returns the names of the locals expr refers to, in source order.
