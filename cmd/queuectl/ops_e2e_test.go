@@ -115,9 +115,11 @@ job "b" {
 	if msg := next(); msg != "READY=1" {
 		t.Fatalf("first notification %q", msg)
 	}
-	if !strings.Contains(svc.log(), `"message":"service started"`) {
-		t.Fatalf("READY=1 before the service started:\n%s", svc.log())
-	}
+	// "service started" is logged before READY=1 (it reaches the test
+	// through a pipe, so it may show a moment later).
+	waitFor(t, "the service's start log line", 10*time.Second, func() bool {
+		return strings.Contains(svc.log(), `"message":"service started"`)
+	})
 	// Keep-alives come every 200ms: wait for two.
 	deadline := time.Now().Add(10 * time.Second)
 	for watchdogs < 2 && time.Now().Before(deadline) {
