@@ -77,6 +77,8 @@ type File struct {
 	Queues []Queue
 
 	Jobs []Job // in file order
+
+	Retention Retention // from the retention block; zero durations keep forever
 }
 
 // Retry holds optional overrides; nil means "not set here". The pointers of

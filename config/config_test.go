@@ -100,6 +100,10 @@ func TestLoadExample(t *testing.T) {
 		t.Errorf("Defaults = %s, want %s", fmtRetry(f.Defaults), fmtRetry(wantDefaults))
 	}
 
+	day := 24 * time.Hour
+	if want := (Retention{Completed: 7 * day, Dead: 30 * day, Cancelled: 7 * day, Output: 3 * day}); f.Retention != want {
+		t.Errorf("Retention = %+v, want %+v", f.Retention, want)
+	}
 	wantQueues := []Queue{
 		{Name: "default", Concurrency: 4},
 		{Name: "reports", Concurrency: 1, Retry: Retry{MaxRetries: ptr(5), BackoffBase: ptr(1.5), MaxBackoff: ptr(10 * time.Minute), Timeout: ptr(24 * time.Hour)}},
@@ -721,5 +725,23 @@ func TestRetryOr(t *testing.T) {
 	want := Retry{Timeout: ptr(time.Minute), MaxRetries: ptr(1), BackoffBase: ptr(2.0)}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Or = %s, want %s", fmtRetry(got), fmtRetry(want))
+	}
+}
+
+func TestRetention(t *testing.T) {
+	f := parseOK(t, `
+retention {
+  completed = "7d"
+  dead      = "30d"
+  cancelled = "12h"
+  output    = 86400
+}
+`, Options{})
+	want := Retention{Completed: 7 * 24 * time.Hour, Dead: 30 * 24 * time.Hour, Cancelled: 12 * time.Hour, Output: 24 * time.Hour}
+	if f.Retention != want {
+		t.Fatalf("Retention = %+v, want %+v", f.Retention, want)
+	}
+	if f := parseOK(t, `retention {}`, Options{}); f.Retention != (Retention{}) {
+		t.Fatalf("empty block: %+v", f.Retention)
 	}
 }

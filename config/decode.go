@@ -24,6 +24,7 @@ var fileSchema = &hcl.BodySchema{
 		{Type: "defaults"},
 		{Type: "queue", LabelNames: []string{"name"}},
 		{Type: "job", LabelNames: []string{"name"}},
+		{Type: "retention"},
 	},
 }
 
@@ -128,14 +129,11 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 	if attr, ok := content.Attributes["database"]; ok {
 		f.Database = d.database(attr)
 	}
-	for i, b := range blocks["defaults"] {
-		r := d.decodeDefaults(b)
-		if i == 0 {
-			f.Defaults = r
-		} else {
-			d.errorAt(b.DefRange, "Duplicate defaults block",
-				fmt.Sprintf("Only one defaults block is allowed; the first is at %s.", pos(blocks["defaults"][0].DefRange)))
-		}
+	if b := d.onlyOne(blocks["defaults"]); b != nil {
+		f.Defaults = d.decodeDefaults(b)
+	}
+	if b := d.onlyOne(blocks["retention"]); b != nil {
+		f.Retention = d.decodeRetention(b)
 	}
 
 	// Collect queue names first so that jobs may refer to queues declared
@@ -185,6 +183,19 @@ func (d *decoder) database(attr *hcl.Attribute) string {
 	default:
 		return filepath.Join(d.dir, s)
 	}
+}
+
+// onlyOne returns the first of blocks of a kind that may appear once (nil
+// if there is none) and reports the others as duplicates.
+func (d *decoder) onlyOne(blocks hcl.Blocks) *hcl.Block {
+	if len(blocks) == 0 {
+		return nil
+	}
+	for _, b := range blocks[1:] {
+		d.errorAt(b.DefRange, "Duplicate "+b.Type+" block",
+			fmt.Sprintf("Only one %s block is allowed; the first is at %s.", b.Type, pos(blocks[0].DefRange)))
+	}
+	return blocks[0]
 }
 
 func (d *decoder) decodeDefaults(b *hcl.Block) Retry {

@@ -107,6 +107,8 @@ func TestDiagnosticsGolden(t *testing.T) {
 		{name: "unknown_function", summary: "Call to unknown function", line: 3, col: 14, subject: "file"},
 		{name: "missing_required", summary: "Missing required argument", line: 1, col: 14},
 		{name: "syntax_error", summary: "Invalid expression", line: 2, col: 17, fileIsNil: true},
+		{name: "invalid_retention", summary: "Invalid retention", line: 2, col: 15, subject: `"0s"`,
+			detailPart: "leave it out to keep forever"},
 		{name: "value_from_variable", summary: "Invalid duration", line: 6, col: 13, subject: "var.timeout",
 			detailPart: `invalid duration "ten minutes"`},
 	}

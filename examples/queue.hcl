@@ -44,6 +44,16 @@ defaults {
   timeout      = "10m"
 }
 
+# How long `queuectl run` keeps finished jobs (with their history) and the
+# captured output of attempts; older ones are deleted in small batches.
+# Leave a setting out to keep forever; dead jobs are the record of failures.
+retention {
+  completed = "7d"
+  dead      = "30d"
+  cancelled = "7d"
+  output    = "3d"
+}
+
 # Queues and how many of their jobs run at once. The "default" queue always
 # exists (with concurrency 1) even without a block; this one raises it to 4.
 queue "default" {

@@ -196,8 +196,9 @@ func (a *Attempt) MarshalJSON() ([]byte, error) {
 		Outcome    Outcome   `json:"outcome"`
 		Worker     string    `json:"worker"`
 		Error      *string   `json:"error"`
+		Dropped    int64     `json:"output_dropped_bytes"`
 	}{a.Number, a.StartedAt.UTC(), a.FinishedAt.UTC(), a.Duration().Milliseconds(), a.ExitCode,
-		optString(a.Signal), a.Outcome, a.Worker, optString(a.Error)})
+		optString(a.Signal), a.Outcome, a.Worker, optString(a.Error), a.Dropped})
 }
 
 // WorkerInfo is a registered worker process.

@@ -120,7 +120,7 @@ func TestJobJSON(t *testing.T) {
 }
 
 func TestAttemptJSON(t *testing.T) {
-	attemptKeys := sorted("attempt", "started_at", "finished_at", "duration_ms", "exit_code", "signal", "outcome", "worker", "error")
+	attemptKeys := sorted("attempt", "started_at", "finished_at", "duration_ms", "exit_code", "signal", "outcome", "worker", "error", "output_dropped_bytes")
 	local := time.FixedZone("UTC-5", -5*60*60)
 	a := &queue.Attempt{
 		JobID: "a", Number: 2, StartedAt: t0.In(local), FinishedAt: t0.Add(1500 * time.Millisecond),
@@ -134,7 +134,7 @@ func TestAttemptJSON(t *testing.T) {
 	want := map[string]string{
 		"attempt": "2", "started_at": `"2026-03-01T12:00:00Z"`, "finished_at": `"2026-03-01T12:00:01.5Z"`,
 		"duration_ms": "1500", "exit_code": "null", "signal": `"SIGKILL"`, "outcome": `"timed_out"`,
-		"worker": `"w1"`, "error": `"timed out after 1s"`,
+		"worker": `"w1"`, "error": `"timed out after 1s"`, "output_dropped_bytes": "9",
 	}
 	for k, v := range want {
 		if raw[k] != v {

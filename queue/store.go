@@ -78,6 +78,10 @@ type Store interface {
 	DiscardJobs(ctx context.Context, p DiscardParams) ([]string, error)
 	// DeleteJobs deletes finished jobs (and their history) last updated before p.Before.
 	DeleteJobs(ctx context.Context, p DeleteParams) (int, error)
+	// PruneOutput drops the captured output of attempts finished before
+	// p.Before (the jobs and their history stay); the bytes dropped are
+	// added to the attempt's Dropped count. It returns the attempts changed.
+	PruneOutput(ctx context.Context, p PruneOutputParams) (int, error)
 
 	// ApplyQueues replaces the queues declared by a configuration file.
 	ApplyQueues(ctx context.Context, qs []QueueConfig) error
@@ -222,4 +226,16 @@ type MetricTotal struct {
 type DeleteParams struct {
 	Before time.Time
 	States []State // empty: every finished state
+	// Limit bounds one call (0: no bound), so that retention deletes in
+	// small batches that never hold the write lock for long.
+	Limit int
+	// DryRun counts the jobs that would be deleted and deletes nothing.
+	DryRun bool
+}
+
+// PruneOutputParams selects attempts whose captured output to drop.
+type PruneOutputParams struct {
+	Before time.Time // attempts finished before this
+	Limit  int       // 0: no bound
+	DryRun bool      // count only
 }

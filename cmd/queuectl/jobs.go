@@ -202,7 +202,15 @@ func (a *app) printJob(j *queue.Job, hist []*queue.Attempt) error {
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Number, fmtTime(h.StartedAt), h.Duration().Round(time.Millisecond),
 			exit, h.Outcome, printable(dash(h.Worker)), printable(dash(h.Error)))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, h := range hist {
+		if h.Dropped > 0 {
+			fmt.Fprintf(a.stdout, "note: the output of attempt %d was truncated: %d bytes dropped (the cap per attempt, or retention)\n", h.Number, h.Dropped)
+		}
+	}
+	return nil
 }
 
 func (a *app) outputCmd() *cobra.Command {
@@ -225,7 +233,7 @@ func (a *app) outputCmd() *cobra.Command {
 					return err
 				}
 				if at.Dropped > 0 {
-					fmt.Fprintf(a.stderr, "note: %d bytes in the middle of this output were dropped (cap reached)\n", at.Dropped)
+					fmt.Fprintf(a.stderr, "note: %d bytes of this output were dropped (the cap per attempt keeps the head and the tail; retention drops all)\n", at.Dropped)
 				}
 				return nil
 			})
@@ -370,10 +378,16 @@ func (a *app) waitCancelled(ctx context.Context, st queue.Store, id string, wait
 
 func (a *app) cleanupCmd() *cobra.Command {
 	var olderThan, state string
+	var dryRun bool
 	cmd := &cobra.Command{
-		Use:   "cleanup --older-than DUR [--state S]",
+		Use:   "cleanup --older-than DUR [--state S] [--dry-run]",
 		Short: "Delete finished jobs and their output",
-		Args:  cobra.NoArgs,
+		Long: `Delete completed and cancelled jobs (with their history and output) last
+updated longer ago than --older-than. Dead jobs are the record of what
+failed: they are deleted only when asked for with --state dead. --dry-run
+counts what would go and deletes nothing. A service's retention block does
+the same continuously (docs/operations.md).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if olderThan == "" {
 				return usagef("cleanup: --older-than is required (e.g. 7d, 12h)")
@@ -382,7 +396,7 @@ func (a *app) cleanupCmd() *cobra.Command {
 			if err != nil || d < 0 {
 				return usagef("--older-than %q: use a duration such as 7d or 12h", olderThan)
 			}
-			p := queue.DeleteParams{Before: a.now().Add(-d)}
+			p := queue.DeleteParams{Before: a.now().Add(-d), States: []queue.State{queue.StateCompleted, queue.StateCancelled}, DryRun: dryRun}
 			if state != "" {
 				s, err := queue.ParseState(state)
 				if err != nil {
@@ -398,12 +412,17 @@ func (a *app) cleanupCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(a.stdout, "deleted %d job(s)\n", n)
+				verb := "deleted"
+				if dryRun {
+					verb = "would delete"
+				}
+				_, err = fmt.Fprintf(a.stdout, "%s %d job(s)\n", verb, n)
 				return err
 			})
 		},
 	}
 	cmd.Flags().StringVar(&olderThan, "older-than", "", "delete jobs last updated longer ago than this (e.g. 7d)")
-	cmd.Flags().StringVar(&state, "state", "", "only this state: completed, dead or cancelled (default: all three)")
+	cmd.Flags().StringVar(&state, "state", "", "only this state: completed, dead or cancelled (default: completed and cancelled; dead only when named)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count the jobs that would be deleted; delete nothing")
 	return cmd
 }

@@ -255,3 +255,73 @@ func TestExampleUnit(t *testing.T) {
 		t.Fatalf("ExecStart: %q %v", buf[:n], err)
 	}
 }
+
+// TestE2ERetentionAndCleanup: cleanup counts with --dry-run and keeps dead
+// jobs unless asked; a service's retention block deletes dead jobs and
+// drops old output, and show says how much output went.
+func TestE2ERetentionAndCleanup(t *testing.T) {
+	c := newCLI(t)
+	c.ok("enqueue", "--id", "big", "--command", "head -c 2000000 /dev/zero")
+	for _, id := range []string{"ok1", "ok2"} {
+		c.ok("enqueue", "--id", id, "--command", "echo hello")
+	}
+	for _, id := range []string{"bad1", "bad2"} {
+		c.ok("enqueue", "--id", id, "--command", "exit 3", "--max-retries", "0")
+	}
+	c.ok("worker", "start")
+	waitFor(t, "jobs to finish", 30*time.Second, func() bool {
+		return len(c.list("completed")) == 3 && len(c.list("dead")) == 2
+	})
+	c.ok("worker", "stop")
+
+	// The cap kept the head and the tail of the big output: show says so.
+	if out := c.ok("show", "big"); !strings.Contains(out, "note: the output of attempt 1 was truncated: ") {
+		t.Fatalf("show does not say the output was truncated:\n%s", out)
+	}
+	if out := c.ok("cleanup", "--older-than", "0s", "--dry-run"); out != "would delete 3 job(s)\n" {
+		t.Fatalf("cleanup --dry-run: %q", out)
+	}
+	if n := len(c.list("")); n != 5 {
+		t.Fatalf("--dry-run deleted jobs: %d left", n)
+	}
+	if out := c.ok("cleanup", "--older-than", "0s", "--state", "dead", "--dry-run"); out != "would delete 2 job(s)\n" {
+		t.Fatalf("cleanup --state dead --dry-run: %q", out)
+	}
+
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, `database = "queue.db"
+retention {
+  dead   = "1s"
+  output = "1s"
+}
+`)
+	// Retention counts from when the jobs finished: let a second pass.
+	var last time.Time
+	for _, j := range c.list("") {
+		v := c.job(j.ID)
+		if f := v.History[len(v.History)-1].FinishedAt; f.After(last) {
+			last = f
+		}
+	}
+	waitFor(t, "a second since the last job finished", 5*time.Second, func() bool { return time.Since(last) > 1100*time.Millisecond })
+	svc := c.startService("-c", cfg)
+	waitFor(t, "retention to delete the dead jobs", 20*time.Second, func() bool { return len(c.list("dead")) == 0 })
+	waitFor(t, "retention to drop the output", 20*time.Second, func() bool {
+		out, _, _ := c.run("output", "ok1")
+		return out == ""
+	})
+	if n := len(c.list("completed")); n != 3 {
+		t.Fatalf("completed jobs without a retention were deleted: %d left", n)
+	}
+	_, errOut, _ := c.run("output", "ok1")
+	if !strings.Contains(errOut, "6 bytes of this output were dropped") {
+		t.Fatalf("output of a pruned attempt: %q", errOut)
+	}
+	svc.signal(syscall.SIGTERM)
+	if err := svc.wait(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(svc.log(), `"retention: pruned"`) {
+		t.Fatalf("the service did not log what it pruned:\n%s", svc.log())
+	}
+}

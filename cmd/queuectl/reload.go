@@ -11,6 +11,7 @@ import (
 
 	"github.com/queuectl/queuectl/config"
 	"github.com/queuectl/queuectl/internal/sdnotify"
+	"github.com/queuectl/queuectl/queue"
 )
 
 // waitForStop handles SIGHUP (reload) until a stop signal arrives or the
@@ -102,6 +103,9 @@ func diffFiles(old, cur *config.File) fileDiff {
 	if !reflect.DeepEqual(old.Defaults, cur.Defaults) {
 		d.other = append(d.other, "defaults")
 	}
+	if old.Retention != cur.Retention {
+		d.other = append(d.other, "retention")
+	}
 	return d
 }
 
@@ -127,4 +131,33 @@ func diffNamed[T any](old, cur []T, name func(T) string) nameDiff {
 	}
 	slices.Sort(d.removed)
 	return d
+}
+
+// startPruning (re)starts the pruner for a retention block; a block that
+// keeps everything starts none.
+func (s *service) startPruning(r config.Retention) {
+	s.stopPruning()
+	if r == (config.Retention{}) {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopPruner = cancel
+	p := queue.NewPruner(s.st, queue.PrunerConfig{
+		Retention: queue.Retention{Completed: r.Completed, Dead: r.Dead, Cancelled: r.Cancelled, Output: r.Output},
+		Now:       s.a.now,
+		Log:       s.log,
+	})
+	s.pruned.Add(1)
+	go func() {
+		defer s.pruned.Done()
+		p.Run(ctx)
+	}()
+}
+
+func (s *service) stopPruning() {
+	if s.stopPruner != nil {
+		s.stopPruner()
+		s.pruned.Wait()
+		s.stopPruner = nil
+	}
 }

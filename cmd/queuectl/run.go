@@ -220,6 +220,10 @@ type service struct {
 
 	// Engines replaced by a reload finish their running jobs in the
 	// background; stopDrains makes them stop those jobs (a second signal).
+	// The pruner applying the file's retention block, when it has one.
+	stopPruner context.CancelFunc
+	pruned     sync.WaitGroup
+
 	drains     sync.WaitGroup
 	drainCtx   context.Context
 	stopDrains context.CancelFunc
@@ -272,6 +276,7 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 
 	s.waitForStop(sigs)
 	s.notify(sdnotify.Stopping)
+	s.stopPruning()
 	s.sched.Stop(context.Background())
 	stopCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -304,6 +309,9 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 func (s *service) apply(ctx context.Context, f *config.File) error {
 	if err := applyFile(ctx, s.st, f, s.a.now()); err != nil {
 		return err
+	}
+	if s.file == nil || s.file.Retention != f.Retention {
+		s.startPruning(f.Retention)
 	}
 	if s.file != nil && reflect.DeepEqual(lanes(s.file), lanes(f)) {
 		s.file = f

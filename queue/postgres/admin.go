@@ -162,18 +162,42 @@ func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (queue.
 // DeleteJobs implements queue.Store. History goes with its job (ON DELETE
 // CASCADE).
 func (s *Store) DeleteJobs(ctx context.Context, p queue.DeleteParams) (int, error) {
-	states := p.States
-	if len(states) == 0 {
-		states = []queue.State{queue.StateCompleted, queue.StateDead, queue.StateCancelled}
-	}
-	for _, st := range states {
-		if !st.Finished() {
-			return 0, fmt.Errorf("delete jobs: %w: state %s is not finished (allowed: completed, dead, cancelled)", queue.ErrInvalid, st)
-		}
-	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM jobs WHERE updated_at < $1 AND state = ANY($2)`, p.Before, stateStrings(states))
+	states, err := queue.DeletableStates(p.States)
 	if err != nil {
 		return 0, fmt.Errorf("delete jobs: %w", err)
+	}
+	n, err := s.batch(ctx, `SELECT id FROM jobs WHERE updated_at < $1 AND state = ANY($2)`,
+		`DELETE FROM jobs WHERE id IN (%s)`, p.Limit, p.DryRun, p.Before, stateStrings(states))
+	if err != nil {
+		return 0, fmt.Errorf("delete jobs: %w", err)
+	}
+	return n, nil
+}
+
+// PruneOutput implements queue.Store.
+func (s *Store) PruneOutput(ctx context.Context, p queue.PruneOutputParams) (int, error) {
+	n, err := s.batch(ctx, `SELECT seq FROM attempts WHERE finished_at < $1 AND output IS NOT NULL`,
+		`UPDATE attempts SET dropped = dropped + length(output), output = NULL WHERE seq IN (%s)`, p.Limit, p.DryRun, p.Before)
+	if err != nil {
+		return 0, fmt.Errorf("prune output: %w", err)
+	}
+	return n, nil
+}
+
+// batch runs change (a statement with %s for the rows) on at most limit
+// rows that match selects (0: all), or only counts them.
+func (s *Store) batch(ctx context.Context, match, change string, limit int, dryRun bool, args ...any) (int, error) {
+	if limit > 0 {
+		match += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	if dryRun {
+		var n int
+		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (`+match+`) m`, args...).Scan(&n)
+		return n, err
+	}
+	tag, err := s.pool.Exec(ctx, fmt.Sprintf(change, match), args...)
+	if err != nil {
+		return 0, err
 	}
 	return int(tag.RowsAffected()), nil
 }

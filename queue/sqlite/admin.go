@@ -141,30 +141,54 @@ func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (queue.
 
 // DeleteJobs implements queue.Store.
 func (s *Store) DeleteJobs(ctx context.Context, p queue.DeleteParams) (int, error) {
-	states := p.States
-	if len(states) == 0 {
-		states = []queue.State{queue.StateCompleted, queue.StateDead, queue.StateCancelled}
+	states, err := queue.DeletableStates(p.States)
+	if err != nil {
+		return 0, fmt.Errorf("delete jobs: %w", err)
 	}
 	args := []any{toUS(p.Before)}
 	for _, st := range states {
-		if !st.Finished() {
-			return 0, fmt.Errorf("delete jobs: %w: state %s is not finished (allowed: completed, dead, cancelled)", queue.ErrInvalid, st)
-		}
 		args = append(args, string(st))
 	}
+	n, err := s.batch(ctx, true, `SELECT rowid FROM jobs WHERE updated_at < ? AND state IN (`+placeholders(len(states))+`)`,
+		`DELETE FROM jobs WHERE rowid IN (%s)`, p.Limit, p.DryRun, args...)
+	if err != nil {
+		return 0, fmt.Errorf("delete jobs: %w", err)
+	}
+	return n, nil
+}
+
+// PruneOutput implements queue.Store.
+func (s *Store) PruneOutput(ctx context.Context, p queue.PruneOutputParams) (int, error) {
+	n, err := s.batch(ctx, false, `SELECT rowid FROM attempts WHERE finished_at < ? AND output IS NOT NULL`,
+		`UPDATE attempts SET dropped = dropped + length(output), output = NULL WHERE rowid IN (%s)`, p.Limit, p.DryRun, toUS(p.Before))
+	if err != nil {
+		return 0, fmt.Errorf("prune output: %w", err)
+	}
+	return n, nil
+}
+
+// batch runs change (a statement with %s for the rows) on at most limit
+// rows that match selects (0: all) in one write transaction, or only
+// counts them.
+func (s *Store) batch(ctx context.Context, full bool, match, change string, limit int, dryRun bool, args ...any) (int, error) {
+	if limit > 0 {
+		match += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	if dryRun {
+		var n int
+		err := s.readDB.QueryRowContext(ctx, `SELECT count(*) FROM (`+match+`)`, args...).Scan(&n)
+		return n, describe(err)
+	}
 	var n int64
-	err := s.write(ctx, true, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE updated_at < ? AND state IN (`+placeholders(len(states))+`)`, args...)
+	err := s.write(ctx, full, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, fmt.Sprintf(change, match), args...)
 		if err != nil {
 			return err
 		}
 		n, err = res.RowsAffected()
 		return err
 	})
-	if err != nil {
-		return 0, fmt.Errorf("delete jobs: %w", err)
-	}
-	return int(n), nil
+	return int(n), err
 }
 
 // RegisterWorker implements queue.Store (an upsert).

@@ -45,6 +45,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"Cancel", testCancel},
 		{"HistoryAndOutput", testHistoryAndOutput},
 		{"DeleteFinished", testDelete},
+		{"Retention", testRetention},
 		{"Config", testConfig},
 		{"Workers", testWorkers},
 		{"WakeupsAcrossHandles", testWakeups},

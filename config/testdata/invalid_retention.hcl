@@ -1,0 +1,6 @@
+retention {
+  completed = "0s"
+  dead      = "soon"
+  kept      = "1d"
+}
+retention {}
