@@ -161,3 +161,17 @@ func Enqueue(ctx context.Context, st Store, queues map[string]Overrides, jobs []
 	}
 	return out, nil
 }
+
+// QueueOverrides reads the per-queue settings a service's configuration
+// file applied, for Enqueue.
+func QueueOverrides(ctx context.Context, st Store) (map[string]Overrides, error) {
+	qs, err := st.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Overrides, len(qs))
+	for _, q := range qs {
+		out[q.Name] = q.Retry
+	}
+	return out, nil
+}

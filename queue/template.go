@@ -46,25 +46,33 @@ type Template struct {
 	LastJob        *Job // the newest job the template fired, nil if none
 }
 
-// MarshalJSON renders the stable JSON form of a template.
-func (t *Template) MarshalJSON() ([]byte, error) {
+// TemplateJSON is the stable JSON form of a template (see docs/cli.md).
+type TemplateJSON struct {
+	Name     string     `json:"name"`
+	Queue    string     `json:"queue"`
+	Schedule string     `json:"schedule"`
+	TimeZone string     `json:"time_zone"`
+	Command  string     `json:"command"`
+	Overlap  string     `json:"overlap"`
+	CatchUp  string     `json:"catch_up"`
+	Enabled  bool       `json:"enabled"`
+	Cursor   *time.Time `json:"cursor"`
+	LastJob  *JobJSON   `json:"last_job"`
+}
+
+// JSON returns the stable JSON form of the template.
+func (t *Template) JSON() TemplateJSON {
 	var last *JobJSON
 	if t.LastJob != nil {
 		j := t.LastJob.JSON()
 		last = &j
 	}
-	return json.Marshal(struct {
-		Name     string     `json:"name"`
-		Queue    string     `json:"queue"`
-		Schedule string     `json:"schedule"`
-		TimeZone string     `json:"time_zone"`
-		Command  string     `json:"command"`
-		Overlap  string     `json:"overlap"`
-		CatchUp  string     `json:"catch_up"`
-		Enabled  bool       `json:"enabled"`
-		Cursor   *time.Time `json:"cursor"`
-		LastJob  *JobJSON   `json:"last_job"`
-	}{t.Name, t.Queue, t.Schedule, t.TimeZone, t.Command, t.Overlap, t.CatchUp, t.Enabled, optTime(t.Cursor), last})
+	return TemplateJSON{t.Name, t.Queue, t.Schedule, t.TimeZone, t.Command, t.Overlap, t.CatchUp, t.Enabled, optTime(t.Cursor), last}
+}
+
+// MarshalJSON renders the stable JSON form of a template.
+func (t *Template) MarshalJSON() ([]byte, error) {
+	return json.Marshal(t.JSON())
 }
 
 // FireKind tells a cron slot from a manual trigger.

@@ -99,7 +99,7 @@ func (a *app) runEnqueue(cmd *cobra.Command, args []string, o *enqueueOptions) e
 		jobs = append(jobs, n)
 	}
 	return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
-		queues, err := queueOverrides(ctx, st)
+		queues, err := queue.QueueOverrides(ctx, st)
 		if err != nil {
 			return err
 		}
@@ -192,17 +192,4 @@ func parseJobJSON(b []byte, now time.Time) (queue.NewJob, error) {
 		}
 	}
 	return n, nil
-}
-
-// queueOverrides reads the per-queue settings a service's HCL file applied.
-func queueOverrides(ctx context.Context, st queue.Store) (map[string]queue.Overrides, error) {
-	qs, err := st.Queues(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]queue.Overrides, len(qs))
-	for _, q := range qs {
-		out[q.Name] = q.Retry
-	}
-	return out, nil
 }

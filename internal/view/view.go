@@ -52,7 +52,11 @@ func (s Status) QueueNames() []string {
 // GET /api/v1/jobs/{id}).
 type JobDetail struct {
 	queue.JobJSON
-	History []*queue.Attempt `json:"history"`
+	// Env and Dir are shown by the HTTP API only: values in full to an
+	// admin, as "(hidden)" to a viewer.
+	Env     map[string]string `json:"env,omitempty"`
+	Dir     string            `json:"dir,omitempty"`
+	History []*queue.Attempt  `json:"history"`
 }
 
 // NewJobDetail builds the detail of j; hist may be nil.

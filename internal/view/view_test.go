@@ -51,3 +51,22 @@ func TestNewStatusListsEveryState(t *testing.T) {
 		t.Errorf("queue names = %v", got)
 	}
 }
+
+func TestDescribeSchedule(t *testing.T) {
+	for spec, want := range map[string]string{
+		"*/5 * * * *":     "every 5 minutes",
+		"0 3 * * *":       "every day at 03:00",
+		"30 9,17 * * 1-5": "on weekdays at 09:30 and 17:30",
+		"15 * * * *":      "every hour at minute 15",
+		"0 0 1 * *":       "on day 1 of the month at 00:00",
+		"@daily":          "every day at 00:00",
+		"@every 90s":      "every 90s",
+		"0 */2 * * *":     "every 2 hours at minute 0",
+		"0 4 * * 0":       "every Sunday at 04:00",
+		"1-5 * * * *":     "",
+	} {
+		if got := DescribeSchedule(spec); got != want {
+			t.Errorf("DescribeSchedule(%q) = %q, want %q", spec, got, want)
+		}
+	}
+}

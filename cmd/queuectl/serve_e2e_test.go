@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// server is a running `queuectl serve`.
+type server struct {
+	url  string
+	logs *lockedBuffer
+}
+
+// startServe starts `queuectl serve` with extra environment and arguments,
+// waits for its "serving http" log line and stops it when the test ends.
+func startServe(t *testing.T, c *cli, env []string, args ...string) *server {
+	t.Helper()
+	cmd := c.cmd(append([]string{"serve", "--log-format", "json"}, args...)...)
+	cmd.Env = append(cmd.Env, env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{logs: &lockedBuffer{}}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			s.logs.Write(append(sc.Bytes(), '\n'))
+			var line struct{ Message, URL string }
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Message == "serving http" {
+				found <- line.URL
+			}
+		}
+		close(found)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	select {
+	case u, ok := <-found:
+		if !ok {
+			t.Fatalf("serve exited before serving")
+		}
+		s.url = u
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve did not start")
+	}
+	return s
+}
+
+func httpGet(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+func TestE2EServe(t *testing.T) {
+	c := newCLI(t)
+	c.ok("enqueue", "--id", "hello", "--command", "echo hello")
+	tokenFile := filepath.Join(c.home, "token")
+	os.WriteFile(tokenFile, []byte("admin-token\n"), 0o600)
+	s := startServe(t, c, []string{"QUEUECTL_HTTP_VIEWER_TOKEN=viewer-token"}, "--listen", "127.0.0.1:0", "--token-file", tokenFile)
+	if !strings.HasPrefix(s.url, "http://127.0.0.1:") {
+		t.Fatalf("logged url %q", s.url)
+	}
+	if strings.Contains(s.logs.String(), "admin-token") || strings.Contains(s.logs.String(), "viewer-token") {
+		t.Error("a token appears in the log")
+	}
+	if code, _ := httpGet(t, s.url+"/healthz", ""); code != 200 {
+		t.Errorf("healthz: %d", code)
+	}
+	if code, _ := httpGet(t, s.url+"/api/v1/jobs", ""); code != 401 {
+		t.Errorf("jobs without a token: %d", code)
+	}
+	code, body := httpGet(t, s.url+"/api/v1/jobs", "viewer-token")
+	cliJSON := c.ok("list", "--json")
+	var api, cliJobs []map[string]any
+	json.Unmarshal([]byte(body), &api)
+	json.Unmarshal([]byte(cliJSON), &cliJobs)
+	if code != 200 || len(api) != 1 || api[0]["id"] != "hello" || len(api[0]) != len(cliJobs[0]) {
+		t.Errorf("jobs: %d %s\nCLI: %s", code, body, cliJSON)
+	}
+
+	// A second server on the same port fails at once, naming the address.
+	addr := strings.TrimPrefix(s.url, "http://")
+	_, errOut, exit := c.run("serve", "--listen", addr, "--token-file", tokenFile)
+	if exit != 1 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, addr) {
+		t.Errorf("busy port: exit %d: %q", exit, errOut)
+	}
+	// Without a token only loopback addresses are allowed.
+	_, errOut, exit = c.run("serve", "--listen", "0.0.0.0:0")
+	if exit != 2 || !strings.Contains(errOut, "token") {
+		t.Errorf("no token on every interface: exit %d: %q", exit, errOut)
+	}
+}

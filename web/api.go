@@ -1,0 +1,344 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/queuectl/queuectl/internal/view"
+	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/scheduler"
+)
+
+const (
+	defaultPage = 50
+	maxPage     = 500
+	maxSearch   = 200
+	nextFires   = 5
+	hiddenValue = "(hidden)"
+)
+
+func (s *Server) apiStatus(_ http.ResponseWriter, r *http.Request) (any, error) {
+	return s.status(r.Context())
+}
+
+func (s *Server) status(ctx context.Context) (view.Status, error) {
+	counts, err := s.cfg.Store.CountJobs(ctx)
+	if err != nil {
+		return view.Status{}, err
+	}
+	ws, err := s.cfg.Store.ListWorkers(ctx)
+	if err != nil {
+		return view.Status{}, err
+	}
+	return view.NewStatus(counts, len(ws)), nil
+}
+
+func (s *Server) apiStats(_ http.ResponseWriter, r *http.Request) (any, error) {
+	window := 24 * time.Hour
+	if v := r.URL.Query().Get("since"); v != "" {
+		d, err := queue.ParseDuration(v)
+		if err != nil || d <= 0 || d > 31*24*time.Hour {
+			return nil, &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Field: "since",
+				Message: fmt.Sprintf("since %q: use a duration from 1s to 31d, such as 24h", v)}
+		}
+		window = d
+	}
+	return s.stats(r.Context(), window)
+}
+
+func (s *Server) stats(ctx context.Context, window time.Duration) (view.Stats, error) {
+	now := s.now()
+	counts, err := s.cfg.Store.CountJobs(ctx)
+	if err != nil {
+		return view.Stats{}, err
+	}
+	attempts, err := s.cfg.Store.AttemptStats(ctx, now.Add(-window))
+	if err != nil {
+		return view.Stats{}, err
+	}
+	return view.NewStats(counts, attempts, window, now), nil
+}
+
+// listParams reads the job list's filters: state, queue, q (text in the id
+// or command), limit and after (the cursor).
+func listParams(q url.Values) (queue.ListParams, error) {
+	p := queue.ListParams{Queue: q.Get("queue"), Search: q.Get("q"), After: q.Get("after"), Limit: defaultPage}
+	bad := func(field, format string, a ...any) error {
+		return &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Field: field, Message: fmt.Sprintf(format, a...)}
+	}
+	if st := q.Get("state"); st != "" {
+		state, err := queue.ParseState(st)
+		if err != nil {
+			return p, bad("state", "%s", err)
+		}
+		p.States = []queue.State{state}
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxPage {
+			return p, bad("limit", "limit %q: must be from 1 to %d", v, maxPage)
+		}
+		p.Limit = n
+	}
+	if len(p.Search) > maxSearch {
+		return p, bad("q", "q: at most %d bytes", maxSearch)
+	}
+	return p, nil
+}
+
+// listJobs returns a page of jobs and the cursor of the next page ("" on
+// the last page).
+func (s *Server) listJobs(ctx context.Context, p queue.ListParams) ([]*queue.Job, string, error) {
+	p.Limit++ // one more tells whether a next page exists
+	jobs, err := s.cfg.Store.ListJobs(ctx, p)
+	if errors.Is(err, queue.ErrNotFound) && p.After != "" {
+		return nil, "", &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Field: "after",
+			Message: fmt.Sprintf("cursor %q: no such job (deleted meanwhile?); start from the first page", p.After)}
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if len(jobs) < p.Limit {
+		return jobs, "", nil
+	}
+	jobs = jobs[:p.Limit-1]
+	return jobs, jobs[len(jobs)-1].ID, nil
+}
+
+// apiListJobs answers the same array as `queuectl list --json`; the next
+// page's URL is in the Link header (rel="next").
+func (s *Server) apiListJobs(w http.ResponseWriter, r *http.Request) (any, error) {
+	p, err := listParams(r.URL.Query())
+	if err != nil {
+		return nil, err
+	}
+	jobs, next, err := s.listJobs(r.Context(), p)
+	if err != nil {
+		return nil, err
+	}
+	if next != "" {
+		q := r.URL.Query()
+		q.Set("after", next)
+		w.Header().Set("Link", fmt.Sprintf(`</api/v1/jobs?%s>; rel="next"`, q.Encode()))
+	}
+	return view.Jobs(jobs), nil
+}
+
+func (s *Server) apiGetJob(_ http.ResponseWriter, r *http.Request) (any, error) {
+	return s.jobDetail(r.Context(), r.PathValue("id"), identityOf(r).role)
+}
+
+// jobDetail is a job with its history; environment values only for admins.
+func (s *Server) jobDetail(ctx context.Context, id string, rl role) (view.JobDetail, error) {
+	j, err := s.cfg.Store.GetJob(ctx, id)
+	if err != nil {
+		return view.JobDetail{}, err
+	}
+	hist, err := s.cfg.Store.Attempts(ctx, id)
+	if err != nil {
+		return view.JobDetail{}, err
+	}
+	d := view.NewJobDetail(j, hist)
+	d.Dir = j.Dir
+	if len(j.Env) > 0 {
+		d.Env = make(map[string]string, len(j.Env))
+		for k, v := range j.Env {
+			if rl < roleAdmin {
+				v = hiddenValue
+			}
+			d.Env[k] = v
+		}
+	}
+	return d, nil
+}
+
+// attemptNumber reads ?attempt=N (0 or absent: the latest).
+func attemptNumber(q url.Values) (int, error) {
+	v := q.Get("attempt")
+	if v == "" || v == "latest" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Field: "attempt",
+			Message: fmt.Sprintf("attempt %q: a number from 1, or latest", v)}
+	}
+	return n, nil
+}
+
+// apiOutput answers an attempt's captured output as it was written (like
+// `queuectl output`), as text/plain that a browser will not interpret.
+func (s *Server) apiOutput(w http.ResponseWriter, r *http.Request) (any, error) {
+	n, err := attemptNumber(r.URL.Query())
+	if err != nil {
+		return nil, err
+	}
+	at, err := s.cfg.Store.Output(r.Context(), r.PathValue("id"), n)
+	if err != nil {
+		return nil, err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
+	h.Set("X-Attempt", strconv.Itoa(at.Number))
+	h.Set("X-Output-Dropped-Bytes", strconv.FormatInt(at.Dropped, 10))
+	w.WriteHeader(http.StatusOK)
+	w.Write(at.Output)
+	return written{}, nil
+}
+
+// written tells api that the handler wrote the answer itself.
+type written struct{}
+
+func (s *Server) apiQueues(_ http.ResponseWriter, r *http.Request) (any, error) {
+	return s.queues(r.Context())
+}
+
+func (s *Server) queues(ctx context.Context) ([]view.Queue, error) {
+	now := s.now()
+	st, err := s.status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	declared, err := s.cfg.Store.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.cfg.Store.Metrics(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := s.cfg.Store.ListWorkers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return view.NewQueues(st, declared, m.OldestPending, ws, now), nil
+}
+
+func (s *Server) apiCron(_ http.ResponseWriter, r *http.Request) (any, error) {
+	ts, err := s.cfg.Store.Templates(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	return view.CronTemplates(ts, s.now(), nextFires), nil
+}
+
+func (s *Server) apiWorkers(_ http.ResponseWriter, r *http.Request) (any, error) {
+	ws, err := s.cfg.Store.ListWorkers(r.Context())
+	return view.Workers(ws), err
+}
+
+// apiEnqueue takes the JSON `queuectl enqueue` takes, with the same
+// validation, and answers the stored job.
+func (s *Server) apiEnqueue(_ http.ResponseWriter, r *http.Request) (any, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	n, err := view.ParseJobJSON(body, now)
+	if err != nil {
+		return nil, err
+	}
+	overrides, err := queue.QueueOverrides(r.Context(), s.cfg.Store)
+	if err != nil {
+		return nil, err
+	}
+	added, err := queue.Enqueue(r.Context(), s.cfg.Store, overrides, []queue.NewJob{n}, now)
+	if err != nil {
+		return nil, err
+	}
+	s.cfg.Log.Info().Str("job_id", added[0].ID).Str("queue", added[0].Queue).Msg("job enqueued over http")
+	return created{added[0]}, nil
+}
+
+// idsResult answers an action: the ids of the jobs it changed.
+type idsResult struct {
+	IDs []string `json:"ids"`
+}
+
+func ids(v []string) idsResult {
+	if v == nil {
+		v = []string{}
+	}
+	return idsResult{v}
+}
+
+func (s *Server) apiRetry(_ http.ResponseWriter, r *http.Request) (any, error) {
+	moved, err := s.cfg.Store.RetryJobs(r.Context(), queue.RetryParams{IDs: []string{r.PathValue("id")}, Now: s.now()})
+	return ids(moved), err
+}
+
+// cancelResult answers a cancel: a running job stops when its worker acts.
+type cancelResult struct {
+	ID              string      `json:"id"`
+	Was             queue.State `json:"was"`
+	CancelRequested bool        `json:"cancel_requested"`
+}
+
+func (s *Server) apiCancel(_ http.ResponseWriter, r *http.Request) (any, error) {
+	id := r.PathValue("id")
+	was, err := s.cfg.Store.CancelJob(r.Context(), id, s.now())
+	return cancelResult{ID: id, Was: was, CancelRequested: was == queue.StateProcessing}, err
+}
+
+func (s *Server) apiDiscard(_ http.ResponseWriter, r *http.Request) (any, error) {
+	gone, err := s.cfg.Store.DiscardJobs(r.Context(), queue.DiscardParams{IDs: []string{r.PathValue("id")}})
+	return ids(gone), err
+}
+
+// apiDLQRetry retries every dead job, or those of ?queue=NAME.
+func (s *Server) apiDLQRetry(_ http.ResponseWriter, r *http.Request) (any, error) {
+	moved, err := s.cfg.Store.RetryJobs(r.Context(), queue.RetryParams{AllDead: true, Queue: r.URL.Query().Get("queue"), Now: s.now()})
+	return ids(moved), err
+}
+
+// apiDLQDiscard deletes every dead job, or those of ?queue=NAME.
+func (s *Server) apiDLQDiscard(_ http.ResponseWriter, r *http.Request) (any, error) {
+	gone, err := s.cfg.Store.DiscardJobs(r.Context(), queue.DiscardParams{AllDead: true, Queue: r.URL.Query().Get("queue")})
+	return ids(gone), err
+}
+
+// triggerResult answers a trigger, like `queuectl cron trigger`.
+type triggerResult struct {
+	Fired  bool   `json:"fired"`
+	JobID  string `json:"job_id,omitempty"`
+	Queued bool   `json:"queued"` // waits for the previous run (overlap = queue)
+}
+
+func (s *Server) apiTrigger(_ http.ResponseWriter, r *http.Request) (any, error) {
+	return s.trigger(r.Context(), r.PathValue("name"))
+}
+
+func (s *Server) trigger(ctx context.Context, name string) (triggerResult, error) {
+	ts, err := s.cfg.Store.Templates(ctx)
+	if err != nil {
+		return triggerResult{}, err
+	}
+	for _, t := range ts {
+		if t.Name != name {
+			continue
+		}
+		d, err := scheduler.LoadDefaults(ctx, s.cfg.Store)
+		if err != nil {
+			return triggerResult{}, err
+		}
+		now := s.now()
+		res, err := scheduler.Fire(ctx, s.cfg.Store, t, d, queue.FireManual, now, now, nil)
+		if err != nil {
+			return triggerResult{}, err
+		}
+		if !res.Fired && !res.Queued {
+			return triggerResult{}, fmt.Errorf("%s not triggered: its previous run is still active and overlap = %s: %w", name, t.Overlap, queue.ErrConflict)
+		}
+		s.cfg.Log.Info().Str("template", name).Str("job_id", res.JobID).Bool("queued", res.Queued).Msg("recurring job triggered over http")
+		return triggerResult{Fired: res.Fired, JobID: res.JobID, Queued: res.Queued}, nil
+	}
+	return triggerResult{}, fmt.Errorf("recurring job %q: %w", name, queue.ErrNotFound)
+}

@@ -1,0 +1,284 @@
+package web
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// role is what a request may do.
+type role int
+
+const (
+	roleNone   role = iota
+	roleViewer      // reads everything but job environment values
+	roleAdmin       // reads everything and acts
+)
+
+func (r role) String() string {
+	switch r {
+	case roleAdmin:
+		return "admin"
+	case roleViewer:
+		return "viewer"
+	}
+	return "none"
+}
+
+const (
+	sessionCookie = "queuectl_session"
+	sessionTTL    = 12 * time.Hour
+	csrfField     = "csrf"
+	csrfHeader    = "X-CSRF-Token"
+)
+
+// authenticator decides who a request comes from. API clients send
+// "Authorization: Bearer TOKEN"; browsers sign in once and then send a
+// session cookie signed with a key derived from the tokens, so every
+// process that serves the same tokens accepts it and rotating a token ends
+// every session.
+type authenticator struct {
+	admin, viewer [sha256.Size]byte // token hashes; zero when not configured
+	hasAdmin      bool
+	hasViewer     bool
+	key           []byte // HMAC key of sessions and CSRF tokens
+	now           func() time.Time
+	throttle      *throttle
+}
+
+func newAuthenticator(admin, viewer string, now func() time.Time) (*authenticator, error) {
+	a := &authenticator{hasAdmin: admin != "", hasViewer: viewer != "", now: now, throttle: newThrottle(now)}
+	a.admin, a.viewer = sha256.Sum256([]byte(admin)), sha256.Sum256([]byte(viewer))
+	if a.open() {
+		// No tokens: a per-process key still signs the CSRF token.
+		a.key = make([]byte, 32)
+		if _, err := rand.Read(a.key); err != nil {
+			return nil, err
+		}
+	} else {
+		m := hmac.New(sha256.New, []byte("queuectl session key"))
+		m.Write([]byte(admin + "\x00" + viewer))
+		a.key = m.Sum(nil)
+	}
+	return a, nil
+}
+
+// open reports whether no token is configured: everyone is admin, and the
+// server listens on loopback only.
+func (a *authenticator) open() bool { return !a.hasAdmin && !a.hasViewer }
+
+// tokenRole compares a presented token with both tokens in constant time.
+func (a *authenticator) tokenRole(token string) role {
+	if token == "" {
+		return roleNone
+	}
+	h := sha256.Sum256([]byte(token))
+	isAdmin := subtle.ConstantTimeCompare(h[:], a.admin[:]) & boolInt(a.hasAdmin)
+	isViewer := subtle.ConstantTimeCompare(h[:], a.viewer[:]) & boolInt(a.hasViewer)
+	switch {
+	case isAdmin == 1:
+		return roleAdmin
+	case isViewer == 1:
+		return roleViewer
+	}
+	return roleNone
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// identity is who a request comes from and how it proved it.
+type identity struct {
+	role    role
+	bearer  bool   // an Authorization header: not a browser's ambient credential
+	session []byte // the session nonce, for the CSRF token
+}
+
+// identify returns the request's identity.
+func (a *authenticator) identify(r *http.Request) identity {
+	if a.open() {
+		return identity{role: roleAdmin}
+	}
+	if h := r.Header.Get("Authorization"); h != "" {
+		token, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok {
+			return identity{}
+		}
+		return identity{role: a.tokenRole(strings.TrimSpace(token)), bearer: true}
+	}
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return identity{}
+	}
+	rl, nonce, ok := a.verifySession(c.Value)
+	if !ok {
+		return identity{}
+	}
+	return identity{role: rl, session: nonce}
+}
+
+// newSession returns a signed session value for role: role, expiry, nonce.
+func (a *authenticator) newSession(rl role) (string, error) {
+	payload := make([]byte, 1+8+16)
+	payload[0] = byte(rl)
+	binary.BigEndian.PutUint64(payload[1:9], uint64(a.now().Add(sessionTTL).Unix()))
+	if _, err := rand.Read(payload[9:]); err != nil {
+		return "", err
+	}
+	return b64(payload) + "." + b64(a.sign("session", payload)), nil
+}
+
+func (a *authenticator) verifySession(v string) (role, []byte, bool) {
+	p, sig, ok := strings.Cut(v, ".")
+	if !ok {
+		return roleNone, nil, false
+	}
+	payload, err1 := base64.RawURLEncoding.DecodeString(p)
+	mac, err2 := base64.RawURLEncoding.DecodeString(sig)
+	if err1 != nil || err2 != nil || len(payload) != 25 || !hmac.Equal(mac, a.sign("session", payload)) {
+		return roleNone, nil, false
+	}
+	if int64(binary.BigEndian.Uint64(payload[1:9])) < a.now().Unix() {
+		return roleNone, nil, false
+	}
+	rl := role(payload[0])
+	if (rl == roleAdmin && !a.hasAdmin) || (rl == roleViewer && !a.hasViewer) || rl == roleNone || rl > roleAdmin {
+		return roleNone, nil, false
+	}
+	return rl, payload[9:], true
+}
+
+// csrfToken is the token a page embeds in its forms: bound to the session
+// (or, without tokens, to this process).
+func (a *authenticator) csrfToken(id identity) string {
+	return b64(a.sign("csrf", id.session))
+}
+
+// checkCSRF guards a state-changing request. A bearer token is no ambient
+// credential, so it needs no CSRF token. A browser request must carry the
+// page's CSRF token; a request from another site is refused outright.
+func (a *authenticator) checkCSRF(r *http.Request, id identity) bool {
+	if id.bearer {
+		return true
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return false
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r) {
+		return false
+	}
+	got := r.Header.Get(csrfHeader)
+	if got == "" {
+		got = r.PostFormValue(csrfField)
+	}
+	if got == "" && a.open() && r.Header.Get("Origin") == "" && r.Header.Get("Sec-Fetch-Site") == "" {
+		// No tokens and no sign of a browser (curl on the loopback host).
+		return true
+	}
+	return hmac.Equal([]byte(got), []byte(a.csrfToken(id)))
+}
+
+func sameOrigin(origin string, r *http.Request) bool {
+	scheme := "http://"
+	if isTLS(r) {
+		scheme = "https://"
+	}
+	return strings.EqualFold(origin, scheme+r.Host)
+}
+
+// isTLS reports whether the client reached us over TLS: directly, or
+// through a proxy that says so.
+func isTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+func (a *authenticator) sign(purpose string, b []byte) []byte {
+	m := hmac.New(sha256.New, a.key)
+	m.Write([]byte(purpose))
+	m.Write([]byte{0})
+	m.Write(b)
+	return m.Sum(nil)
+}
+
+func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+// throttle slows repeated failed sign-ins from one address: each failure
+// doubles the wait before the next answer, up to maxDelay, until a quarter
+// of an hour passes without one.
+type throttle struct {
+	mu    sync.Mutex
+	now   func() time.Time
+	fails map[string]failures
+}
+
+type failures struct {
+	n    int
+	last time.Time
+}
+
+const (
+	baseDelay    = 250 * time.Millisecond
+	maxDelay     = 8 * time.Second
+	forgetAfter  = 15 * time.Minute
+	maxTrackedIP = 10000
+)
+
+func newThrottle(now func() time.Time) *throttle {
+	return &throttle{now: now, fails: map[string]failures{}}
+}
+
+// delay is how long to wait before answering a sign-in from addr.
+func (t *throttle) delay(addr string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f, ok := t.fails[addr]
+	if !ok || t.now().Sub(f.last) > forgetAfter {
+		return 0
+	}
+	return min(maxDelay, baseDelay<<min(f.n-1, 16))
+}
+
+func (t *throttle) failed(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now()
+	if len(t.fails) >= maxTrackedIP {
+		for k, f := range t.fails {
+			if now.Sub(f.last) > forgetAfter {
+				delete(t.fails, k)
+			}
+		}
+	}
+	f := t.fails[addr]
+	if now.Sub(f.last) > forgetAfter {
+		f.n = 0
+	}
+	t.fails[addr] = failures{n: f.n + 1, last: now}
+}
+
+func (t *throttle) succeeded(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.fails, addr)
+}
+
+// clientAddr is the request's remote IP address.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

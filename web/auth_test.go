@@ -1,0 +1,201 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSignInSetsAStrictSessionCookie(t *testing.T) {
+	h := tokens(t)
+	form := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
+	rec := h.must(req{method: "POST", path: "/login", body: "token=wrong&next=/jobs", header: form}, http.StatusUnauthorized)
+	if !strings.Contains(rec.Body.String(), "not valid") || len(rec.Result().Cookies()) != 0 {
+		t.Fatalf("wrong token: %s", rec.Body.String())
+	}
+	c := h.signIn(adminToken)
+	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure || c.Path != "/" {
+		t.Errorf("cookie: %+v", c)
+	}
+	if strings.Contains(c.Value, adminToken) {
+		t.Error("the cookie carries the token")
+	}
+	rec = h.must(req{method: "POST", path: "/login", body: "token=" + adminToken,
+		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "X-Forwarded-Proto": "https"}}, http.StatusSeeOther)
+	if !rec.Result().Cookies()[0].Secure {
+		t.Error("behind TLS the cookie must be Secure")
+	}
+	body, _ := h.page("/", c)
+	if strings.Contains(body, adminToken) {
+		t.Error("a page shows the token")
+	}
+	// The session works for the API too, and a forged one does not.
+	h.must(req{path: "/api/v1/status", cookies: []*http.Cookie{c}}, http.StatusOK)
+	forged := *c
+	forged.Value = strings.Replace(c.Value, c.Value[:2], "AA", 1)
+	h.must(req{path: "/api/v1/status", cookies: []*http.Cookie{&forged}}, http.StatusUnauthorized)
+	// Expired.
+	h.clock.t = h.clock.t.Add(sessionTTL + time.Minute)
+	h.must(req{path: "/api/v1/status", cookies: []*http.Cookie{c}}, http.StatusUnauthorized)
+}
+
+func TestPagesSendBrowsersToSignIn(t *testing.T) {
+	h := tokens(t)
+	rec := h.must(req{path: "/jobs?state=dead", header: map[string]string{"Accept": "text/html"}}, http.StatusSeeOther)
+	if loc := rec.Header().Get("Location"); loc != "/login?next=/jobs?state=dead" {
+		t.Errorf("redirect to %q", loc)
+	}
+	h.must(req{path: "/login"}, http.StatusOK)
+	rec = h.must(req{method: "POST", path: "/login", body: url.Values{"token": {viewerToken}, "next": {"https://evil.example/"}}.Encode(),
+		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, http.StatusSeeOther)
+	if loc := rec.Header().Get("Location"); loc != "/" {
+		t.Errorf("sign-in redirected off-site to %q", loc)
+	}
+}
+
+func TestFailedSignInsAreSlowedDown(t *testing.T) {
+	clock := &testClock{t: time.Unix(1e9, 0)}
+	th := newThrottle(clock.now)
+	if d := th.delay("1.2.3.4"); d != 0 {
+		t.Fatalf("first try waits %s", d)
+	}
+	var last time.Duration
+	for i := range 8 {
+		th.failed("1.2.3.4")
+		d := th.delay("1.2.3.4")
+		if d <= last && d != maxDelay {
+			t.Fatalf("failure %d: wait %s after %s", i+1, d, last)
+		}
+		last = d
+	}
+	if last != maxDelay || th.delay("5.6.7.8") != 0 {
+		t.Errorf("wait %s; another address waits %s", last, th.delay("5.6.7.8"))
+	}
+	clock.t = clock.t.Add(forgetAfter + time.Second)
+	if d := th.delay("1.2.3.4"); d != 0 {
+		t.Errorf("after a quiet quarter hour the wait is %s", d)
+	}
+	th.failed("1.2.3.4")
+	th.succeeded("1.2.3.4")
+	if d := th.delay("1.2.3.4"); d != 0 {
+		t.Errorf("after a success the wait is %s", d)
+	}
+
+	// Through the handler: the second failure waits before answering.
+	h := tokens(t)
+	form := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
+	h.must(req{method: "POST", path: "/login", body: "token=x", header: form}, http.StatusUnauthorized)
+	start := time.Now()
+	h.must(req{method: "POST", path: "/login", body: "token=y", header: form}, http.StatusUnauthorized)
+	if took := time.Since(start); took < baseDelay {
+		t.Errorf("second failed sign-in answered after %s, want at least %s", took, baseDelay)
+	}
+}
+
+func TestCSRF(t *testing.T) {
+	h := tokens(t)
+	h.enqueue(`{"id":"d","command":"false","max_retries":0}`)
+	h.runJob("d", "failed", "")
+	c := h.signIn(adminToken)
+	_, csrf := h.page("/jobs/d", c)
+	form := func(extra string) req {
+		return req{method: "POST", path: "/jobs/d/retry", body: "back=/jobs/d" + extra, cookies: []*http.Cookie{c},
+			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}
+	}
+	for name, r := range map[string]req{
+		"no token":    form(""),
+		"wrong token": form("&csrf=AAAA"),
+		"other site": func() req {
+			r := form("&csrf=" + csrf)
+			r.header["Origin"] = "https://evil.example"
+			return r
+		}(),
+		"cross-site fetch": func() req {
+			r := form("&csrf=" + csrf)
+			r.header["Sec-Fetch-Site"] = "cross-site"
+			return r
+		}(),
+	} {
+		if e := errCode(t, h.must(r, http.StatusForbidden)); e.Code != codeCSRF {
+			t.Errorf("%s: %+v", name, e)
+		}
+	}
+	if j := h.job("d"); j != "dead" {
+		t.Fatalf("a refused request changed the job: %s", j)
+	}
+	rec := h.must(form("&csrf="+csrf), http.StatusSeeOther)
+	if loc := rec.Header().Get("Location"); loc != "/jobs/d?done=retried" {
+		t.Errorf("redirect to %q", loc)
+	}
+	if j := h.job("d"); j != "pending" {
+		t.Errorf("job is %s after retry", j)
+	}
+	// A viewer's session may not act, CSRF token or not.
+	v := h.signIn(viewerToken)
+	_, vcsrf := h.page("/jobs/d", v)
+	r := form("&csrf=" + vcsrf)
+	r.cookies = []*http.Cookie{v}
+	h.must(r, http.StatusForbidden)
+	// The API with a session cookie needs the header token.
+	h.must(req{method: "DELETE", path: "/api/v1/jobs/d", cookies: []*http.Cookie{c}}, http.StatusForbidden)
+	h.must(req{method: "DELETE", path: "/api/v1/jobs/d", cookies: []*http.Cookie{c}, header: map[string]string{csrfHeader: csrf}}, http.StatusOK)
+}
+
+func (h *harness) job(id string) string {
+	h.t.Helper()
+	j, err := h.store.GetJob(t0ctx(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return string(j.State)
+}
+
+func TestWithoutTokensOnlyLoopback(t *testing.T) {
+	h := newHarness(t, openSQLite(t), "", "")
+	h.must(req{path: "/api/v1/status"}, http.StatusOK)
+	// curl on the same host may act without a CSRF token; a browser page may not.
+	h.must(req{method: "POST", path: "/api/v1/jobs", body: `{"command":"true"}`}, http.StatusCreated)
+	h.must(req{method: "POST", path: "/api/v1/jobs", body: `{"command":"true"}`, header: map[string]string{"Origin": "http://127.0.0.1:8080"}}, http.StatusForbidden)
+	h.must(req{method: "POST", path: "/api/v1/jobs", body: `{"command":"true"}`, header: map[string]string{"Sec-Fetch-Site": "cross-site"}}, http.StatusForbidden)
+	// A page reached through another host name (DNS rebinding) is refused.
+	hr := req{path: "/api/v1/status"}
+	rec := h.doHost(hr, "evil.example:8080")
+	if rec.Code != http.StatusMisdirectedRequest {
+		t.Errorf("foreign host name: %d", rec.Code)
+	}
+	if rec = h.doHost(hr, "localhost:8080"); rec.Code != http.StatusOK {
+		t.Errorf("localhost: %d", rec.Code)
+	}
+
+	if _, err := Listen("0.0.0.0:0", false); !errors.Is(err, ErrNeedsToken) {
+		t.Errorf("listen on every interface without a token: %v", err)
+	}
+	if _, err := Listen(":0", false); !errors.Is(err, ErrNeedsToken) {
+		t.Errorf("listen on :0 without a token: %v", err)
+	}
+	ln, err := Listen("127.0.0.1:0", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	_, err = Listen(addr, false)
+	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "address already in use") ||
+		strings.Count(err.Error(), addr) != 1 {
+		t.Errorf("busy port: %v", err)
+	}
+	ln2, err := Listen("0.0.0.0:0", true)
+	if err != nil {
+		t.Errorf("with a token any address will do: %v", err)
+	} else {
+		ln2.Close()
+	}
+	for addr, want := range map[string]bool{"127.0.0.1:1": true, "[::1]:1": true, "localhost:1": true, "0.0.0.0:1": false, ":1": false, "10.0.0.1:1": false} {
+		if IsLoopback(addr) != want {
+			t.Errorf("IsLoopback(%q) = %v", addr, !want)
+		}
+	}
+}

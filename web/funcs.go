@@ -1,0 +1,77 @@
+package web
+
+import (
+	"fmt"
+	"html/template"
+	"strings"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+// funcs are the helpers the page templates use.
+var funcs = template.FuncMap{
+	"since": since,
+	"utc": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+	"utcp": func(t *time.Time) string {
+		if t == nil {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+	"dur": func(d time.Duration) string {
+		switch {
+		case d < time.Second:
+			return fmt.Sprintf("%dms", d.Milliseconds())
+		case d < time.Minute:
+			return fmt.Sprintf("%.1fs", d.Seconds())
+		}
+		return d.Round(time.Second).String()
+	},
+	"ageSeconds": func(p *float64) string {
+		if p == nil {
+			return "—"
+		}
+		return strings.TrimSuffix(since(time.Unix(0, 0).Add(time.Duration(*p*float64(time.Second))), time.Unix(0, 0)), " ago")
+	},
+	"stale": func(now, t time.Time) bool { return now.Sub(t) >= workerAlive },
+	"short": func(s string, n int) string {
+		s = strings.Join(strings.Fields(s), " ")
+		if r := []rune(s); len(r) > n {
+			return string(r[:n-1]) + "…"
+		}
+		return s
+	},
+	"join":   strings.Join,
+	"states": queue.States,
+	"count": func(m map[queue.State]int, s queue.State) int {
+		return m[s]
+	},
+	"exit": func(a *queue.Attempt) string {
+		switch {
+		case a.Signal != "":
+			return a.Signal
+		case a.ExitCode != nil:
+			return fmt.Sprint(*a.ExitCode)
+		}
+		return "—"
+	},
+	"deref": func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	},
+	"timeout": func(p *float64) string {
+		if p == nil {
+			return "none"
+		}
+		return queue.FormatDuration(time.Duration(*p * float64(time.Second)))
+	},
+	"pct": func(v float64) string { return fmt.Sprintf("%.1f%%", v*100) },
+}

@@ -1,0 +1,65 @@
+package web
+
+import (
+	"net/http"
+	"time"
+)
+
+// loginPage shows the sign-in form (or, without tokens, sends the browser on).
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	if s.auth.open() {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	s.render(w, r, http.StatusOK, "login", page{Title: "Sign in", Data: loginData{Next: safeNext(r.URL.Query().Get("next"))}})
+}
+
+type loginData struct {
+	Next  string
+	Error string
+}
+
+// login checks a token typed into the sign-in form and sets the session
+// cookie. Each failure from an address doubles the wait before the next
+// answer to it; the comparison takes constant time.
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r) {
+		http.Error(w, "cross-site sign-in refused", http.StatusForbidden)
+		return
+	}
+	addr := clientAddr(r)
+	if d := s.auth.throttle.delay(addr); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	next := safeNext(r.PostFormValue("next"))
+	rl := s.auth.tokenRole(r.PostFormValue("token"))
+	if rl == roleNone {
+		s.auth.throttle.failed(addr)
+		s.cfg.Log.Warn().Str("remote", addr).Msg("failed sign-in")
+		s.render(w, r, http.StatusUnauthorized, "login", page{Title: "Sign in",
+			Data: loginData{Next: next, Error: "That token is not valid."}})
+		return
+	}
+	s.auth.throttle.succeeded(addr)
+	value, err := s.auth.newSession(rl)
+	if err != nil {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: value, Path: "/", MaxAge: int(sessionTTL.Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: isTLS(r)})
+	s.cfg.Log.Info().Str("remote", addr).Str("role", rl.String()).Msg("signed in")
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// logout ends the browser's session.
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: isTLS(r)})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}

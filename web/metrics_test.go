@@ -1,0 +1,65 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/queuectl/queuectl/queue"
+)
+
+func TestMetricsCountTheDatabase(t *testing.T) {
+	for _, sk := range stores() {
+		t.Run(sk.name, func(t *testing.T) {
+			h := newHarness(t, sk.open(t), adminToken, viewerToken)
+			ctx := context.Background()
+			h.enqueue(`{"id":"ok","command":"true","queue":"mail"}`)
+			h.runJob("ok", queue.OutcomeSucceeded, "")
+			h.enqueue(`{"id":"bad","command":"false","queue":"mail","max_retries":0}`)
+			h.runJob("bad", queue.OutcomeFailed, "")
+			h.enqueue(`{"id":"wait","command":"true","queue":"mail"}`)
+			h.store.RegisterWorker(ctx, &queue.WorkerInfo{ID: "w", PID: 7, Host: "box", BootID: "b", StartedAt: h.clock.now(), HeartbeatAt: h.clock.now()})
+			h.store.ApplyTemplates(ctx, []*queue.Template{{Name: "tick", Schedule: "* * * * *", TimeZone: "UTC", Command: "true",
+				Overlap: queue.OverlapAllow, CatchUp: queue.CatchUpNone, Enabled: true}}, h.clock.now().Add(-10*time.Minute))
+			h.clock.t = h.clock.t.Add(10 * time.Second)
+
+			h.must(req{path: "/metrics"}, http.StatusUnauthorized)
+			body := h.must(req{path: "/metrics", token: viewerToken}, http.StatusOK).Body.String()
+			for _, want := range []string{
+				`queuectl_jobs{queue="mail",state="completed"} 1`,
+				`queuectl_jobs{queue="mail",state="dead"} 1`,
+				`queuectl_jobs{queue="mail",state="pending"} 1`,
+				`queuectl_dlq_jobs{queue="mail"} 1`,
+				`queuectl_attempts_finished_total{outcome="succeeded",queue="mail"} 1`,
+				`queuectl_attempts_finished_total{outcome="failed",queue="mail"} 1`,
+				`queuectl_attempt_duration_seconds_bucket{queue="mail",le="1"} 0`,
+				`queuectl_attempt_duration_seconds_bucket{queue="mail",le="2.5"} 2`,
+				`queuectl_attempt_duration_seconds_count{queue="mail"} 2`,
+				`queuectl_job_start_delay_seconds_count{queue="mail"} 2`,
+				`queuectl_oldest_pending_job_age_seconds{queue="mail"} 10`,
+				`queuectl_workers_alive 1`,
+				`queuectl_cron_next_fire_timestamp_seconds{template="tick"}`,
+				`go_goroutines`,
+			} {
+				if !strings.Contains(body, want) {
+					t.Errorf("metrics lack %q", want)
+				}
+			}
+			m := regexp.MustCompile(`queuectl_cron_missed_slots\{template="tick"\} (\d+)`).FindStringSubmatch(body)
+			if m == nil || m[1] < "8" || len(m[1]) != 1 {
+				t.Errorf("missed slots of a template 10 minutes behind: %v", m)
+			}
+			// The figures come from the database: a second server sees them.
+			other := newHarness(t, h.store, "", "")
+			other.clock.t = h.clock.t
+			c := &collector{store: other.store, now: other.clock.now, fail: func(err error) { t.Error(err) }}
+			if n := testutil.CollectAndCount(c, "queuectl_attempts_finished_total"); n != 2 {
+				t.Errorf("another collector sees %d finished series", n)
+			}
+		})
+	}
+}

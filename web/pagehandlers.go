@@ -1,0 +1,309 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/queuectl/queuectl/internal/view"
+	"github.com/queuectl/queuectl/queue"
+)
+
+func (s *Server) pageRoutes(mux *http.ServeMux) {
+	mux.Handle("GET /static/", s.pages.static)
+	mux.HandleFunc("GET /login", s.loginPage)
+	mux.HandleFunc("POST /login", s.login)
+	mux.HandleFunc("POST /logout", s.logout)
+	mux.Handle("GET /{$}", s.view(s.overviewPage))
+	mux.Handle("GET /jobs", s.view(s.jobsPage))
+	mux.Handle("GET /jobs/{id}", s.view(s.jobPage))
+	mux.Handle("GET /dlq", s.view(s.dlqPage))
+	mux.Handle("GET /cron", s.view(s.cronPage))
+	mux.Handle("GET /workers", s.view(s.workersPage))
+	mux.Handle("POST /jobs/{id}/retry", s.action(s.retryAction))
+	mux.Handle("POST /jobs/{id}/cancel", s.action(s.cancelAction))
+	mux.Handle("POST /jobs/{id}/discard", s.action(s.discardAction))
+	mux.Handle("POST /dlq/retry", s.action(s.dlqRetryAction))
+	mux.Handle("POST /dlq/discard", s.action(s.dlqDiscardAction))
+	mux.Handle("POST /cron/{name}/trigger", s.action(s.triggerAction))
+	mux.Handle("/", s.view(func(http.ResponseWriter, *http.Request) error {
+		return errorf(http.StatusNotFound, codeNotFound, "There is no such page.")
+	}))
+}
+
+type overviewData struct {
+	Status     view.Status
+	Queues     []view.Queue
+	Workers    []*queue.WorkerInfo
+	Alive      int
+	Running    int
+	Range      chartRange
+	Ranges     []chartRange
+	Throughput any
+	Failures   any
+	RunTimes   any
+	Totals     bucketStats
+}
+
+func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	rg := chartRanges[0]
+	for _, c := range chartRanges {
+		if c.Key == r.URL.Query().Get("range") {
+			rg = c
+		}
+	}
+	d := overviewData{Range: rg, Ranges: chartRanges}
+	var err error
+	if d.Status, err = s.status(ctx); err != nil {
+		return err
+	}
+	if d.Queues, err = s.queues(ctx); err != nil {
+		return err
+	}
+	if d.Workers, err = s.cfg.Store.ListWorkers(ctx); err != nil {
+		return err
+	}
+	now := s.now()
+	for _, w := range d.Workers {
+		if now.Sub(w.HeartbeatAt) < workerAlive {
+			d.Alive++
+			d.Running += len(w.CurrentJobs)
+		}
+	}
+	attempts, err := s.cfg.Store.AttemptStats(ctx, now.Add(-rg.Window))
+	if err != nil {
+		return err
+	}
+	buckets := bucketize(attempts, rg, now)
+	for _, b := range buckets {
+		d.Totals.Succeeded += b.Succeeded
+		d.Totals.Failed += b.Failed
+	}
+	d.Throughput, d.Failures, d.RunTimes = throughputChart(buckets, rg), failureChart(buckets, rg), runTimeChart(buckets, rg)
+	s.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Data: d})
+	return nil
+}
+
+type jobsData struct {
+	Jobs   []*queue.Job
+	Next   string
+	Filter queue.ListParams
+	State  string
+	Queues []string
+	States []queue.State
+	Paged  bool
+}
+
+func (s *Server) jobsPage(w http.ResponseWriter, r *http.Request) error {
+	p, err := listParams(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	d := jobsData{Filter: p, State: r.URL.Query().Get("state"), States: queue.States(), Paged: p.After != ""}
+	if d.Jobs, d.Next, err = s.listJobs(r.Context(), p); err != nil {
+		return err
+	}
+	st, err := s.status(r.Context())
+	if err != nil {
+		return err
+	}
+	d.Queues = st.QueueNames()
+	s.render(w, r, http.StatusOK, "jobs", page{Title: "Jobs", Nav: "jobs", Data: d})
+	return nil
+}
+
+type jobData struct {
+	Job     *queue.Job
+	Detail  view.JobDetail
+	Outputs []attemptOutput
+	Live    bool
+}
+
+type attemptOutput struct {
+	Attempt *queue.Attempt
+	Text    string
+	Dropped int64
+	Last    bool
+}
+
+func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	j, err := s.cfg.Store.GetJob(ctx, id)
+	if err != nil {
+		return err
+	}
+	d := jobData{Job: j, Live: !j.State.Finished()}
+	if d.Detail, err = s.jobDetail(ctx, id, identityOf(r).role); err != nil {
+		return err
+	}
+	// The newest attempts first, their output cleaned of terminal escapes.
+	for i := len(d.Detail.History) - 1; i >= 0 && len(d.Outputs) < 20; i-- {
+		a := d.Detail.History[i]
+		out, err := s.cfg.Store.Output(ctx, id, a.Number)
+		if err != nil {
+			return err
+		}
+		d.Outputs = append(d.Outputs, attemptOutput{Attempt: a, Text: cleanOutput(out.Output), Dropped: out.Dropped, Last: i == len(d.Detail.History)-1})
+	}
+	s.render(w, r, http.StatusOK, "job", page{Title: "Job " + id, Nav: "jobs", Data: d})
+	return nil
+}
+
+type dlqData struct {
+	Jobs   []*queue.Job
+	Next   string
+	Queue  string
+	Queues []string
+	Total  int
+	Paged  bool
+}
+
+func (s *Server) dlqPage(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	p := queue.ListParams{States: []queue.State{queue.StateDead}, Queue: q.Get("queue"), After: q.Get("after"), Limit: defaultPage}
+	d := dlqData{Queue: p.Queue, Paged: p.After != ""}
+	var err error
+	if d.Jobs, d.Next, err = s.listJobs(r.Context(), p); err != nil {
+		return err
+	}
+	st, err := s.status(r.Context())
+	if err != nil {
+		return err
+	}
+	for _, name := range st.QueueNames() {
+		if n := st.Queues[name][queue.StateDead]; n > 0 {
+			d.Queues = append(d.Queues, name)
+			if p.Queue == "" || p.Queue == name {
+				d.Total += n
+			}
+		}
+	}
+	s.render(w, r, http.StatusOK, "dlq", page{Title: "Dead letters", Nav: "dlq", Data: d})
+	return nil
+}
+
+func (s *Server) cronPage(w http.ResponseWriter, r *http.Request) error {
+	ts, err := s.cfg.Store.Templates(r.Context())
+	if err != nil {
+		return err
+	}
+	s.render(w, r, http.StatusOK, "cron", page{Title: "Cron", Nav: "cron", Data: view.CronTemplates(ts, s.now(), nextFires)})
+	return nil
+}
+
+type workersData struct {
+	Workers []*queue.WorkerInfo
+	Queues  []view.Queue
+	Alive   int
+}
+
+func (s *Server) workersPage(w http.ResponseWriter, r *http.Request) error {
+	ws, err := s.cfg.Store.ListWorkers(r.Context())
+	if err != nil {
+		return err
+	}
+	qs, err := s.queues(r.Context())
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(ws, func(a, b *queue.WorkerInfo) int { return a.StartedAt.Compare(b.StartedAt) })
+	d := workersData{Workers: ws, Queues: qs}
+	for _, w := range ws {
+		if s.now().Sub(w.HeartbeatAt) < workerAlive {
+			d.Alive++
+		}
+	}
+	s.render(w, r, http.StatusOK, "workers", page{Title: "Workers and queues", Nav: "workers", Data: d})
+	return nil
+}
+
+func done(code string, n int) url.Values {
+	v := url.Values{"done": {code}}
+	if n >= 0 {
+		v.Set("n", strconv.Itoa(n))
+	}
+	return v
+}
+
+func (s *Server) retryAction(r *http.Request) (url.Values, error) {
+	_, err := s.cfg.Store.RetryJobs(r.Context(), queue.RetryParams{IDs: []string{r.PathValue("id")}, Now: s.now()})
+	s.audit(r, "retry", r.PathValue("id"), err)
+	return done("retried", -1), err
+}
+
+func (s *Server) cancelAction(r *http.Request) (url.Values, error) {
+	was, err := s.cfg.Store.CancelJob(r.Context(), r.PathValue("id"), s.now())
+	s.audit(r, "cancel", r.PathValue("id"), err)
+	if was == queue.StateProcessing {
+		return done("cancel_requested", -1), err
+	}
+	return done("cancelled", -1), err
+}
+
+func (s *Server) discardAction(r *http.Request) (url.Values, error) {
+	_, err := s.cfg.Store.DiscardJobs(r.Context(), queue.DiscardParams{IDs: []string{r.PathValue("id")}})
+	s.audit(r, "discard", r.PathValue("id"), err)
+	return done("discarded", -1), err
+}
+
+func (s *Server) dlqRetryAction(r *http.Request) (url.Values, error) {
+	moved, err := s.cfg.Store.RetryJobs(r.Context(), queue.RetryParams{AllDead: true, Queue: r.PostFormValue("queue"), Now: s.now()})
+	s.audit(r, "dlq retry", r.PostFormValue("queue"), err)
+	return done("dlq_retried", len(moved)), err
+}
+
+func (s *Server) dlqDiscardAction(r *http.Request) (url.Values, error) {
+	gone, err := s.cfg.Store.DiscardJobs(r.Context(), queue.DiscardParams{AllDead: true, Queue: r.PostFormValue("queue")})
+	s.audit(r, "dlq discard", r.PostFormValue("queue"), err)
+	return done("dlq_discarded", len(gone)), err
+}
+
+func (s *Server) triggerAction(r *http.Request) (url.Values, error) {
+	res, err := s.trigger(r.Context(), r.PathValue("name"))
+	if res.Queued {
+		return done("trigger_queued", -1), err
+	}
+	return done("triggered", -1), err
+}
+
+// audit logs an action taken from the dashboard.
+func (s *Server) audit(r *http.Request, action, target string, err error) {
+	ev := s.cfg.Log.Info()
+	if err != nil {
+		ev = s.cfg.Log.Warn().Err(err)
+	}
+	ev.Str("action", action).Str("target", target).Str("remote", clientAddr(r)).Msg("dashboard action")
+}
+
+// since is a short relative age such as "3m ago".
+func since(now, t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	d := now.Sub(t)
+	future := d < 0
+	if future {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < time.Second:
+		return "now"
+	case d < time.Minute:
+		s = strconv.Itoa(int(d.Seconds())) + "s"
+	case d < time.Hour:
+		s = strconv.Itoa(int(d.Minutes())) + "m"
+	case d < 48*time.Hour:
+		s = strconv.Itoa(int(d.Hours())) + "h"
+	default:
+		s = strconv.Itoa(int(d.Hours()/24)) + "d"
+	}
+	if future {
+		return "in " + s
+	}
+	return s + " ago"
+}

@@ -1,0 +1,118 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+func TestEveryPageRendersForAViewer(t *testing.T) {
+	h := tokens(t)
+	ctx := context.Background()
+	h.enqueue(`{"id":"d","command":"false","max_retries":0}`)
+	h.runJob("d", queue.OutcomeFailed, "oops\n")
+	h.store.ApplyTemplates(ctx, []*queue.Template{{Name: "nightly", Schedule: "0 3 * * *", TimeZone: "Europe/Berlin",
+		Command: "backup", Overlap: queue.OverlapSkip, CatchUp: queue.CatchUpNone, Enabled: true}}, h.clock.now())
+	h.store.RegisterWorker(ctx, &queue.WorkerInfo{ID: "w", PID: 7, Host: "box", BootID: "b", StartedAt: h.clock.now(), HeartbeatAt: h.clock.now()})
+	c := h.signIn(viewerToken)
+	for path, want := range map[string]string{
+		"/": "Throughput", "/?range=24h": "Last 24 hours", "/jobs": "d", "/jobs?state=dead&q=d": "false",
+		"/jobs/d": "oops", "/dlq": "1 dead job(s)", "/cron": "every day at 03:00", "/workers": "box",
+	} {
+		body, _ := h.page(path, c)
+		if !strings.Contains(body, want) {
+			t.Errorf("%s lacks %q", path, want)
+		}
+		if strings.Contains(body, `action="/dlq/retry"`) || strings.Contains(body, `/retry"><input`) {
+			t.Errorf("%s shows admin actions to a viewer", path)
+		}
+	}
+	rec := h.must(req{path: "/nope", cookies: []*http.Cookie{c}, header: map[string]string{"Accept": "text/html"}}, http.StatusNotFound)
+	if !strings.Contains(rec.Body.String(), "no such page") {
+		t.Errorf("404 page: %s", rec.Body.String())
+	}
+	rec = h.must(req{path: "/static/app.css"}, http.StatusOK)
+	if !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/css") {
+		t.Errorf("css type %q", rec.Header().Get("Content-Type"))
+	}
+}
+
+func TestPagesEscapeJobFields(t *testing.T) {
+	h := newHarness(t, openSQLite(t), "", "")
+	cmd := `echo "<script>alert(1)</script>"`
+	h.must(req{method: "POST", path: "/api/v1/jobs", body: `{"id":"x","command":` + jsonString(cmd) + `,"max_retries":0}`}, http.StatusCreated)
+	h.runJob("x", queue.OutcomeFailed, "\x1b[1;31mERROR\x1b[0m <b>bold</b>\r\n\x1b]0;pwned\x07done\x00\n")
+	h.must(req{method: "POST", path: "/api/v1/jobs", body: `{"id":"y<img/src=1>","command":"true"}`}, http.StatusCreated)
+	for _, path := range []string{"/jobs/x", "/jobs", "/dlq", "/jobs/y%3Cimg%2Fsrc=1%3E"} {
+		rec := h.must(req{path: path, header: map[string]string{"Accept": "text/html"}}, http.StatusOK)
+		body := rec.Body.String()
+		if strings.Contains(body, "<script>alert") || strings.Contains(body, "<b>bold") || strings.ContainsRune(body, 0x1b) ||
+			strings.Contains(body, "<img/src=1>") {
+			t.Errorf("%s shows job fields unescaped", path)
+		}
+		if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
+			t.Errorf("%s CSP %q", path, csp)
+		}
+	}
+	body := h.must(req{path: "/jobs/x", header: map[string]string{"Accept": "text/html"}}, http.StatusOK).Body.String()
+	if !strings.Contains(body, "ERROR &lt;b&gt;bold&lt;/b&gt;\ndone\u2400\n") {
+		t.Errorf("output not cleaned: %s", body[strings.Index(body, `<pre class="output"`):])
+	}
+}
+
+func jsonString(s string) string {
+	return `"` + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`) + `"`
+}
+
+func TestCleanOutput(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain\n":                     "plain\n",
+		"\x1b[31mred\x1b[0m":          "red",
+		"a\x1b]8;;http://x\x1b\\link": "alink",
+		"50%\r100%\r\n":               "50%\n100%\n",
+		"bell\x07 del\x7f":            "bell\u2407 del\u2421",
+		"bad \xff utf8":               "bad \ufffd utf8",
+		"\x1b(Bcharset \x9b2Jcsi":     "charset csi",
+		"tab\tkept":                   "tab\tkept",
+		"c1 \u0085 control":           "c1 \ufffd control",
+		"unterminated \x1b[31":        "unterminated ",
+		"title \x1b]0;x":              "title ",
+	} {
+		if got := cleanOutput([]byte(in)); got != want {
+			t.Errorf("cleanOutput(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestChartsRenderSVG(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 30, 0, 0, time.UTC)
+	var attempts []queue.AttemptStat
+	for i := range 40 {
+		o := queue.OutcomeSucceeded
+		if i%4 == 0 {
+			o = queue.OutcomeFailed
+		}
+		attempts = append(attempts, queue.AttemptStat{Queue: "q", Outcome: o, Duration: time.Duration(i) * 100 * time.Millisecond,
+			FinishedAt: now.Add(-time.Duration(i) * time.Minute)})
+	}
+	b := bucketize(attempts, chartRanges[0], now)
+	if len(b) != 12 {
+		t.Fatalf("%d buckets", len(b))
+	}
+	total := 0
+	for _, x := range b {
+		total += x.Succeeded + x.Failed
+	}
+	if total != 40 {
+		t.Errorf("bucketed %d of 40 attempts", total)
+	}
+	for _, svg := range []string{string(throughputChart(b, chartRanges[0])), string(failureChart(b, chartRanges[0])), string(runTimeChart(b, chartRanges[0]))} {
+		if !strings.HasPrefix(svg, "<svg") || !strings.HasSuffix(svg, "</svg>") || strings.Contains(svg, "NaN") {
+			t.Errorf("chart: %.200s", svg)
+		}
+	}
+}

@@ -1,0 +1,80 @@
+// queuectl dashboard: the little script the pages need. Pages work without
+// it; with it they refresh their live region, ask before destructive
+// actions, and follow a running job through server-sent events.
+(function () {
+  "use strict";
+
+  // Ask before a form marked data-confirm submits.
+  document.addEventListener("submit", function (ev) {
+    var msg = ev.target.getAttribute("data-confirm");
+    if (msg && !window.confirm(msg)) {
+      ev.preventDefault();
+    }
+  });
+
+  // Selects marked data-autosubmit submit their form on change.
+  document.addEventListener("change", function (ev) {
+    if (ev.target.hasAttribute && ev.target.hasAttribute("data-autosubmit")) {
+      ev.target.form.submit();
+    }
+  });
+
+  var live = document.querySelector("[data-live]");
+  if (!live) {
+    var dot = document.querySelector(".live-dot");
+    if (dot) { dot.classList.add("off"); }
+    return;
+  }
+
+  var busy = false;
+  // refresh fetches this page again and swaps its live region, keeping
+  // which output panels are open.
+  function refresh() {
+    if (busy || document.hidden) { return; }
+    busy = true;
+    fetch(window.location.href, { headers: { "Accept": "text/html" }, credentials: "same-origin" })
+      .then(function (res) {
+        if (res.redirected || !res.ok) { throw new Error("status " + res.status); }
+        return res.text();
+      })
+      .then(function (html) {
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        var fresh = doc.getElementById(live.id);
+        if (!fresh) { return; }
+        var open = {};
+        live.querySelectorAll("details[data-keep]").forEach(function (d) {
+          open[d.getAttribute("data-keep")] = d.open;
+        });
+        fresh.querySelectorAll("details[data-keep]").forEach(function (d) {
+          var k = d.getAttribute("data-keep");
+          if (k in open) { d.open = open[k]; }
+        });
+        live.replaceWith(fresh);
+        live = fresh;
+        var flash = doc.querySelector(".flash");
+        if (!flash) {
+          var old = document.querySelector(".flash");
+          if (old) { old.remove(); }
+        }
+        document.body.classList.remove("stale");
+        if (!live.hasAttribute("data-live")) { stopEvents(); }
+      })
+      .catch(function () { document.body.classList.add("stale"); })
+      .finally(function () { busy = false; });
+  }
+
+  var source = null;
+  function stopEvents() {
+    if (source) { source.close(); source = null; }
+  }
+  var events = live.getAttribute("data-events");
+  if (events && window.EventSource) {
+    // A running job: refresh whenever its stream says it changed.
+    source = new EventSource(events);
+    source.addEventListener("job", refresh);
+    source.addEventListener("output", refresh);
+    source.addEventListener("end", function () { stopEvents(); refresh(); });
+  }
+  window.setInterval(refresh, 3000);
+  document.addEventListener("visibilitychange", refresh);
+})();

@@ -1,0 +1,87 @@
+package web
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// cleanOutput makes captured command output safe and readable as text:
+// terminal escape sequences (colours, cursor moves, window titles) are
+// removed, carriage returns become line breaks, other control characters
+// are shown as their Unicode control pictures, and invalid UTF-8 becomes
+// U+FFFD. HTML escaping is left to the templates.
+func cleanOutput(b []byte) string {
+	var sb strings.Builder
+	sb.Grow(len(b))
+	for i := 0; i < len(b); {
+		c := b[i]
+		switch {
+		case c == 0x1b: // ESC: skip the whole sequence
+			i = skipEscape(b, i)
+			continue
+		case c == 0x9b: // C1 CSI in 8-bit form (not valid UTF-8 on its own)
+			i = skipCSI(b, i+1)
+			continue
+		case c == '\r':
+			if i+1 < len(b) && b[i+1] == '\n' {
+				i++
+			}
+			sb.WriteByte('\n')
+		case c == '\n' || c == '\t':
+			sb.WriteByte(c)
+		case c == 0x7f:
+			sb.WriteRune('\u2421') // ␡
+		case c < 0x20:
+			sb.WriteRune(0x2400 + rune(c)) // ␀ … ␟
+		case c < utf8.RuneSelf:
+			sb.WriteByte(c)
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			if r >= 0x80 && r < 0xa0 { // C1 controls
+				r = utf8.RuneError
+			}
+			sb.WriteRune(r)
+			i += size
+			continue
+		}
+		i++
+	}
+	return sb.String()
+}
+
+// skipEscape returns the index after the escape sequence starting at b[i].
+func skipEscape(b []byte, i int) int {
+	i++ // ESC
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '[':
+		return skipCSI(b, i+1)
+	case ']', 'P', '_', '^', 'X': // OSC, DCS, APC, PM, SOS: up to BEL or ST
+		for i++; i < len(b); i++ {
+			if b[i] == 0x07 {
+				return i + 1
+			}
+			if b[i] == 0x1b && i+1 < len(b) && b[i+1] == '\\' {
+				return i + 2
+			}
+		}
+		return i
+	}
+	// Two- or three-byte escapes: intermediates 0x20-0x2f, then a final byte.
+	for i < len(b) && b[i] >= 0x20 && b[i] <= 0x2f {
+		i++
+	}
+	return min(i+1, len(b))
+}
+
+// skipCSI skips parameters and intermediates up to the final byte.
+func skipCSI(b []byte, i int) int {
+	for ; i < len(b); i++ {
+		if b[i] >= 0x40 && b[i] <= 0x7e {
+			return i + 1
+		}
+	}
+	return i
+}
