@@ -33,6 +33,8 @@ type app struct {
 	now       func() time.Time
 
 	loaded *config.File // the file named by -c, once loaded
+
+	warnedReadable bool // warnReadable said it once
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
@@ -158,7 +160,38 @@ func (a *app) home() (string, error) {
 	if err := os.MkdirAll(h, 0o700); err != nil {
 		return "", fmt.Errorf("create %s: %w", h, err)
 	}
+	tightenHome(h, a.getenv("QUEUECTL_HOME") == "")
 	return h, nil
+}
+
+// tightenHome makes a home that queuectl created, and that earlier versions
+// left readable by everyone, its owner's only: the default one, or one that
+// holds queuectl's database. Best effort: the database files are created
+// owner-only anyway.
+func tightenHome(h string, isDefault bool) {
+	fi, err := os.Stat(h)
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return
+	}
+	if _, err := os.Stat(filepath.Join(h, "queue.db")); isDefault || err == nil {
+		_ = os.Chmod(h, 0o700)
+	}
+}
+
+// warnReadable warns, once per process, when the SQLite database at path
+// (one given with --db or $QUEUECTL_DB, outside the home) can be read by
+// users other than its owner: jobs carry commands and environments.
+func (a *app) warnReadable(path string) {
+	if a.warnedReadable || isPostgresURL(path) {
+		return
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm()&0o044 == 0 {
+		return
+	}
+	a.warnedReadable = true
+	fmt.Fprintf(a.stderr, "queuectl: warning: %s is readable by other users (mode %04o); chmod 600 it and its -wal and -shm files\n",
+		path, fi.Mode().Perm())
 }
 
 // dsn is the database the command uses: --db, then $QUEUECTL_DB, then the
@@ -167,9 +200,11 @@ func (a *app) home() (string, error) {
 // database its `run -c FILE` uses.
 func (a *app) dsn() (string, error) {
 	if a.dbFlag != "" {
+		a.warnReadable(a.dbFlag)
 		return a.dbFlag, nil
 	}
 	if d := a.getenv("QUEUECTL_DB"); d != "" {
+		a.warnReadable(d)
 		return d, nil
 	}
 	if a.file.path != "" {

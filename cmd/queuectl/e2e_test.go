@@ -683,3 +683,28 @@ func TestE2EJobFieldsCannotRewriteTheTerminal(t *testing.T) {
 		t.Errorf("output piped = %q, want the raw bytes", out)
 	}
 }
+
+func TestE2EFilesAreOwnerOnly(t *testing.T) {
+	c := newCLI(t)
+	c.ok("enqueue", `{"command":"true"}`)
+	// A home an earlier version left open is tightened once it is used.
+	if err := os.Chmod(c.home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.ok("status")
+	for _, p := range []string{c.home, filepath.Join(c.home, "queue.db")} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: mode %v (%v), want owner-only", p, fi.Mode().Perm(), err)
+		}
+	}
+	// A database elsewhere that others can read: one warning naming it.
+	db := filepath.Join(t.TempDir(), "shared.db")
+	c.ok("--db", db, "status")
+	if err := os.Chmod(db, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := c.run("--db", db, "status")
+	if code != 0 || strings.Count(errOut, "warning") != 1 || !strings.Contains(errOut, db) {
+		t.Errorf("status on a world-readable --db: exit %d, stderr %q; want one warning naming it", code, errOut)
+	}
+}

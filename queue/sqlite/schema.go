@@ -70,15 +70,18 @@ func checkFile(path string) error {
 	}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		// A new database: the directory must be writable (SQLite also needs
-		// it for the WAL and shared-memory files).
-		probe, err := os.CreateTemp(dir, ".queuectl-probe-*")
+		// A new database: create it readable by its owner only (jobs carry
+		// commands and environments). SQLite gives the WAL and
+		// shared-memory files the database file's mode. This also checks
+		// that the directory is writable, which SQLite needs for them.
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			return nil // created meanwhile by another process
+		}
 		if err != nil {
 			return fmt.Errorf("open %s: directory %s is not writable: %w", path, dir, err)
 		}
-		probe.Close()
-		os.Remove(probe.Name())
-		return nil
+		return f.Close()
 	}
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)

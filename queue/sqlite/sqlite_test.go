@@ -119,3 +119,27 @@ func TestCancelledWriteKeepsStoreUsable(t *testing.T) {
 }
 
 func sqliteOpen(path string) (queue.Store, error) { return sqlite.Open(context.Background(), path) }
+
+// The database and the files beside it hold commands and environments:
+// only their owner may read them, whatever the umask.
+func TestFilesAreOwnerOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	s := openAt(t, path)
+	ctx := context.Background()
+	if _, err := queue.Enqueue(ctx, s, nil, []queue.NewJob{{Command: "true"}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Wakeups(ctx); err != nil { // creates the wake file
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"", "-wal", "-shm", "-wake"} {
+		fi, err := os.Stat(path + suffix)
+		if err != nil {
+			t.Errorf("%s: %v", suffix, err)
+			continue
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("queue.db%s has mode %o, want 0600", suffix, perm)
+		}
+	}
+}

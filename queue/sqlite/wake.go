@@ -32,7 +32,7 @@ func (w *waker) notify() {
 		return
 	}
 	if w.f == nil {
-		f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_CREATE, 0o644)
+		f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_CREATE, 0o600)
 		if err != nil {
 			return
 		}
@@ -65,7 +65,7 @@ func (w *waker) subscribe(ctx context.Context) (<-chan struct{}, error) {
 	defer w.mu.Unlock()
 	if w.watch == nil && !w.closed {
 		// Make sure the file exists so it can be watched.
-		if f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_CREATE, 0o644); err == nil {
+		if f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_CREATE, 0o600); err == nil {
 			f.Close()
 		}
 		watch, err := startWatcher(w.path, w.broadcast)
