@@ -21,6 +21,9 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// The engine reaches this host's processes through internal/proc.
+var _ queue.Processes = proc.Host{}
+
 func (a *app) workerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "worker",

@@ -1,11 +1,9 @@
 package proc
 
-import "github.com/queuectl/queuectl/queue"
-
-// Host is this host's process table as the job engine uses it.
+// Host is this host's process table as the job engine uses it (it
+// satisfies queue.Processes; the command wiring checks that, so that this
+// package, and the executor above it, know nothing of the queue).
 type Host struct{}
-
-var _ queue.Processes = Host{}
 
 // BootID calls BootID.
 func (Host) BootID() string { return BootID() }
