@@ -239,3 +239,10 @@ type PruneOutputParams struct {
 	Limit  int       // 0: no bound
 	DryRun bool      // count only
 }
+
+// JobRecord is one job with its whole history (outputs included), as
+// moved from one store to another.
+type JobRecord struct {
+	Job     *Job
+	History []*Attempt
+}

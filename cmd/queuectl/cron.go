@@ -222,11 +222,23 @@ func (a *app) cronTriggerCmd() *cobra.Command {
 }
 
 func (a *app) migrateCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "migrate",
-		Short: "Create or upgrade the database schema (done on first use anyway)",
-		Args:  cobra.NoArgs,
+	var to string
+	cmd := &cobra.Command{
+		Use:   "migrate [--to postgres://…]",
+		Short: "Create or upgrade the database schema, or copy everything to PostgreSQL",
+		Long: `Without --to: apply the schema migrations now (they also run on first use).
+
+With --to URL: copy every job with its history and captured output, the
+settings (config set), the declared queues and the recurring jobs from this
+database (e.g. the SQLite file) to the PostgreSQL database at URL, in one
+transaction. Stop workers and services first: a job that is running refuses
+the copy. The target must hold no jobs. Then point the services at URL
+(database = "postgres://…" in the file, or --db).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if to != "" {
+				return a.migrateTo(cmd.Context(), to)
+			}
 			dsn, err := a.dsn()
 			if err != nil {
 				return err
@@ -245,4 +257,6 @@ func (a *app) migrateCmd() *cobra.Command {
 			})
 		},
 	}
+	cmd.Flags().StringVar(&to, "to", "", "copy everything to this PostgreSQL database (postgres://…)")
+	return cmd
 }

@@ -325,3 +325,61 @@ retention {
 		t.Fatalf("the service did not log what it pruned:\n%s", svc.log())
 	}
 }
+
+// TestE2EMigrateToPostgres copies a SQLite database with jobs in every
+// finished state, history, output, settings, queues and a recurring job to
+// a PostgreSQL schema, compares every job and its history, and runs the
+// pending job there.
+func TestE2EMigrateToPostgres(t *testing.T) {
+	_, pg := newPGSchema(t)
+	c := newCLI(t)
+	c.ok("config", "set", "max-retries", "0")
+	c.ok("enqueue", "--id", "ok", "--command", "echo done; echo to stderr >&2")
+	c.ok("enqueue", "--id", "bad", "--command", "echo failing; exit 4")
+	c.ok("enqueue", "--id", "gone", "--command", "true", "--run-at", "+1h")
+	c.ok("cancel", "gone")
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, `database = "queue.db"
+queue "reports" { concurrency = 2 }
+job "nightly" {
+  queue    = "reports"
+  schedule = "@daily"
+  command  = "echo nightly"
+}
+`)
+	c.ok("-c", cfg, "cron", "trigger", "nightly")
+	c.ok("worker", "start")
+	waitFor(t, "jobs to finish", 30*time.Second, func() bool {
+		return len(c.list("completed")) == 2 && len(c.list("dead")) == 1
+	})
+	c.ok("worker", "stop")
+	c.ok("enqueue", `{"id":"later","command":"echo later $A","env":{"A":"1"},"priority":3}`)
+
+	out := c.ok("migrate", "--to", pg)
+	if !strings.Contains(out, "copied 5 job(s) with 3 attempt(s), 1 setting(s), 2 queue(s) and 1 recurring job(s)") {
+		t.Fatalf("migrate: %q", out)
+	}
+	for _, j := range c.list("") {
+		want := c.ok("show", j.ID, "--json")
+		if got := c.ok("--db", pg, "show", j.ID, "--json"); got != want {
+			t.Errorf("job %s differs in PostgreSQL:\n%s\nwant\n%s", j.ID, got, want)
+		}
+		wantOut, _, wantCode := c.run("output", j.ID)
+		if got, _, code := c.run("--db", pg, "output", j.ID); got != wantOut || code != wantCode {
+			t.Errorf("output of %s differs: %q (exit %d), want %q (exit %d)", j.ID, got, code, wantOut, wantCode)
+		}
+	}
+	if got := c.ok("--db", pg, "config", "get", "max-retries"); got != "0\n" {
+		t.Errorf("setting: %q", got)
+	}
+	if got := c.ok("--db", pg, "cron", "list"); !strings.Contains(got, "nightly") {
+		t.Errorf("recurring jobs: %q", got)
+	}
+	if _, errOut, code := c.run("migrate", "--to", pg); code == 0 || !strings.Contains(errOut, "already holds 5 job(s)") {
+		t.Fatalf("a second migrate: exit %d %s", code, errOut)
+	}
+	// The copy works: a worker on PostgreSQL runs the pending job.
+	h := newPGHost(t, pg, "migrated")
+	h.startWorkers()
+	h.waitState("later", "completed", 30*time.Second)
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/postgres"
+)
+
+// migrateTo copies this database's jobs (with history and output),
+// settings, queues and recurring jobs into an empty PostgreSQL database.
+func (a *app) migrateTo(ctx context.Context, to string) error {
+	if !isPostgresURL(to) {
+		return usagef("migrate --to %q: give a postgres:// URL", redactDSN(to))
+	}
+	dsn, err := a.dsn()
+	if err != nil {
+		return err
+	}
+	if dsn == to {
+		return usagef("migrate --to: the target is the database in use")
+	}
+	src, err := openStore(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	recs, attempts, err := readAllJobs(ctx, src)
+	if err != nil {
+		return err
+	}
+	dst, err := postgres.Open(ctx, to)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	counts, err := dst.CountJobs(ctx)
+	if err != nil {
+		return err
+	}
+	if n := countAll(counts); n > 0 {
+		return fmt.Errorf("migrate: %s already holds %d job(s); copy into an empty database", redactDSN(to), n)
+	}
+	if err := dst.ImportJobs(ctx, recs); err != nil {
+		return err
+	}
+	settings, queues, templates, err := copySetup(ctx, src, dst, a.now())
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(a.stdout, "copied %d job(s) with %d attempt(s), %d setting(s), %d queue(s) and %d recurring job(s) to %s\n",
+		len(recs), attempts, settings, queues, templates, redactDSN(to))
+	return err
+}
+
+// readAllJobs reads every job, oldest first, with its history and outputs.
+// A running job stops the copy: its outcome would be lost.
+func readAllJobs(ctx context.Context, st queue.Store) ([]queue.JobRecord, int, error) {
+	jobs, err := st.ListJobs(ctx, queue.ListParams{})
+	if err != nil {
+		return nil, 0, err
+	}
+	slices.Reverse(jobs) // newest first → insertion order
+	recs := make([]queue.JobRecord, 0, len(jobs))
+	attempts := 0
+	for _, j := range jobs {
+		if j.State == queue.StateProcessing {
+			return nil, 0, fmt.Errorf("migrate: job %q is running; stop the workers and services first (queuectl worker stop)", j.ID)
+		}
+		hist, err := st.Attempts(ctx, j.ID)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, h := range hist {
+			out, err := st.Output(ctx, j.ID, h.Number)
+			if err != nil {
+				return nil, 0, err
+			}
+			h.Output = out.Output
+		}
+		attempts += len(hist)
+		recs = append(recs, queue.JobRecord{Job: j, History: hist})
+	}
+	return recs, attempts, nil
+}
+
+// copySetup copies settings, declared queues and recurring jobs (their
+// schedule cursors start now in the target, as when a file is applied).
+func copySetup(ctx context.Context, src, dst queue.Store, now time.Time) (settings, queues, templates int, err error) {
+	kv, err := src.GetConfig(ctx)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		if err := dst.SetConfig(ctx, k, kv[k]); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	qs, err := src.Queues(ctx)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if err := dst.ApplyQueues(ctx, qs); err != nil {
+		return 0, 0, 0, err
+	}
+	ts, err := src.Templates(ctx)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if err := dst.ApplyTemplates(ctx, ts, now); err != nil {
+		return 0, 0, 0, err
+	}
+	return len(kv), len(qs), len(ts), nil
+}
+
+func countAll(counts []queue.Count) int {
+	n := 0
+	for _, c := range counts {
+		n += c.N
+	}
+	return n
+}
