@@ -79,6 +79,8 @@ type File struct {
 	Jobs []Job // in file order
 
 	Retention Retention // from the retention block; zero durations keep forever
+
+	HTTP *HTTP // from the http block; nil without one
 }
 
 // Retry holds optional overrides; nil means "not set here". The pointers of

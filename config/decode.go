@@ -25,6 +25,7 @@ var fileSchema = &hcl.BodySchema{
 		{Type: "queue", LabelNames: []string{"name"}},
 		{Type: "job", LabelNames: []string{"name"}},
 		{Type: "retention"},
+		{Type: "http"},
 	},
 }
 
@@ -134,6 +135,9 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 	}
 	if b := d.onlyOne(blocks["retention"]); b != nil {
 		f.Retention = d.decodeRetention(b)
+	}
+	if b := d.onlyOne(blocks["http"]); b != nil {
+		f.HTTP = d.decodeHTTP(b)
 	}
 
 	// Collect queue names first so that jobs may refer to queues declared

@@ -109,6 +109,12 @@ func TestDiagnosticsGolden(t *testing.T) {
 		{name: "syntax_error", summary: "Invalid expression", line: 2, col: 17, fileIsNil: true},
 		{name: "invalid_retention", summary: "Invalid retention", line: 2, col: 15, subject: `"0s"`,
 			detailPart: "leave it out to keep forever"},
+		{name: "invalid_http", summary: "Invalid listen address", line: 2, col: 23, subject: `"localhost"`,
+			detailPart: "is not host:port"},
+		{name: "invalid_http", summary: "Token file not found", line: 3, col: 23, subject: `"no-such-token"`,
+			detailPart: "token_file"},
+		{name: "invalid_http", summary: "Same token file twice", line: 4, col: 23, subject: `"no-such-token"`,
+			detailPart: "must differ"},
 		{name: "value_from_variable", summary: "Invalid duration", line: 6, col: 13, subject: "var.timeout",
 			detailPart: `invalid duration "ten minutes"`},
 	}

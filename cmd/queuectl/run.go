@@ -255,6 +255,17 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 		return err
 	}
 	defer st.Close()
+	// The dashboard and API (http block) listen before work starts, so a
+	// busy port fails the service at once.
+	httpCtx, stopHTTP := context.WithCancel(ctx)
+	defer stopHTTP()
+	if f.HTTP != nil {
+		wait, err := a.startHTTP(httpCtx, log, st, httpOptions{listen: f.HTTP.Listen, tokenFile: f.HTTP.TokenFile, viewerTokenFile: f.HTTP.ViewerTokenFile})
+		if err != nil {
+			return err
+		}
+		defer func() { stopHTTP(); wait() }()
+	}
 	s := &service{a: a, o: o, log: log, st: st, dsn: dsn, notifier: sdnotify.New(a.getenv, os.Getpid())}
 	s.drainCtx, s.stopDrains = context.WithCancel(context.Background())
 	defer s.stopDrains()

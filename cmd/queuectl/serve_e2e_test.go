@@ -115,3 +115,38 @@ func TestE2EServe(t *testing.T) {
 		t.Errorf("no token on every interface: exit %d: %q", exit, errOut)
 	}
 }
+
+func TestE2ERunServesHTTP(t *testing.T) {
+	c := newCLI(t)
+	cfg := filepath.Join(c.home, "queue.hcl")
+	os.WriteFile(filepath.Join(c.home, "admin.token"), []byte("run-admin\n"), 0o600)
+	writeFile(t, cfg, `
+queue "default" { concurrency = 3 }
+http {
+  listen     = "127.0.0.1:0"
+  token_file = "admin.token"
+}
+`)
+	svc := c.startService("-c", cfg)
+	var url string
+	waitFor(t, "the service to serve http", 20*time.Second, func() bool {
+		for _, l := range strings.Split(svc.log(), "\n") {
+			var line struct{ Message, URL string }
+			if json.Unmarshal([]byte(l), &line) == nil && line.Message == "serving http" {
+				url = line.URL
+			}
+		}
+		return url != ""
+	})
+	if code, _ := httpGet(t, url+"/readyz", ""); code != 200 {
+		t.Errorf("readyz: %d", code)
+	}
+	code, body := httpGet(t, url+"/api/v1/queues", "run-admin")
+	if code != 200 || !strings.Contains(body, `"concurrency": 3`) {
+		t.Errorf("queues: %d %s", code, body)
+	}
+	svc.signal(syscall.SIGTERM)
+	if err := svc.wait(20 * time.Second); err != nil {
+		t.Fatalf("service: %v\n%s", err, svc.log())
+	}
+}

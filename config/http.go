@@ -1,0 +1,96 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// DefaultListen is the address of an http block that names none.
+const DefaultListen = "127.0.0.1:8080"
+
+// HTTP is the http block: `queuectl run` serves the dashboard, the JSON API,
+// /metrics and the health checks from the service process.
+type HTTP struct {
+	Listen string // host:port
+	// TokenFile and ViewerTokenFile hold the admin and viewer tokens; paths
+	// are made absolute relative to the file's directory. "" falls back to
+	// QUEUECTL_HTTP_TOKEN and QUEUECTL_HTTP_VIEWER_TOKEN.
+	TokenFile       string
+	ViewerTokenFile string
+}
+
+var httpSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "listen"}, {Name: "token_file"}, {Name: "viewer_token_file"},
+}}
+
+func (d *decoder) decodeHTTP(b *hcl.Block) *HTTP {
+	content, diags := b.Body.Content(httpSchema)
+	d.diags = append(d.diags, diags...)
+	h := &HTTP{Listen: DefaultListen}
+	if attr, ok := content.Attributes["listen"]; ok {
+		if s, ok := d.str(attr); ok {
+			if err := checkListen(s); err != nil {
+				d.attrError(attr, "Invalid listen address", err.Error())
+			} else {
+				h.Listen = s
+			}
+		}
+	}
+	files := map[string]*hcl.Attribute{}
+	for _, a := range []struct {
+		name string
+		dst  *string
+	}{{"token_file", &h.TokenFile}, {"viewer_token_file", &h.ViewerTokenFile}} {
+		attr, ok := content.Attributes[a.name]
+		if !ok {
+			continue
+		}
+		s, ok := d.str(attr)
+		if !ok || s == "" {
+			continue
+		}
+		written := s
+		if !filepath.IsAbs(s) {
+			s = filepath.Join(d.dir, s)
+		}
+		if other, dup := files[s]; dup {
+			d.attrError(attr, "Same token file twice",
+				fmt.Sprintf("The admin and viewer tokens must differ; %s names the same file at %s.", a.name, pos(other.Range)))
+			continue
+		}
+		files[s] = attr
+		if st, err := os.Stat(s); err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			d.attrError(attr, "Token file not found", fmt.Sprintf("%s %q (next to the file): %v.", a.name, written, err))
+			continue
+		} else if st.IsDir() {
+			d.attrError(attr, "Token file not found", fmt.Sprintf("%s %q is a directory.", a.name, written))
+			continue
+		}
+		*a.dst = s
+	}
+	return h
+}
+
+// checkListen accepts host:port with a port from 0 to 65535; an empty host
+// means every interface.
+func checkListen(s string) error {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (e.g. \"127.0.0.1:8080\" or \":8080\")", s)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: the port must be a number from 0 to 65535", s)
+	}
+	return nil
+}
