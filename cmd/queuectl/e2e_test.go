@@ -4,6 +4,7 @@ package main
 // temporary QUEUECTL_HOME.
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -706,5 +707,40 @@ func TestE2EFilesAreOwnerOnly(t *testing.T) {
 	_, errOut, code := c.run("--db", db, "status")
 	if code != 0 || strings.Count(errOut, "warning") != 1 || !strings.Contains(errOut, db) {
 		t.Errorf("status on a world-readable --db: exit %d, stderr %q; want one warning naming it", code, errOut)
+	}
+}
+
+// TestE2EForegroundInterruptWhileStarting sends Ctrl-C while the attached
+// workers are still starting (before they handle signals): that is the
+// stop the user asked for, not a worker failure.
+func TestE2EForegroundInterruptWhileStarting(t *testing.T) {
+	c := newCLI(t)
+	cmd := c.cmd("worker", "start", "--foreground", "--count", "2")
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for range 2 {
+		if !sc.Scan() {
+			t.Fatalf("workers' pids not printed: %v\n%s", sc.Err(), logs.String())
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Ctrl-C while starting: %v\n%s", err, logs.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("foreground workers did not stop:\n%s", logs.String())
 	}
 }

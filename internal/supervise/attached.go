@@ -1,11 +1,13 @@
 package supervise
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"syscall"
 )
 
@@ -34,18 +36,32 @@ func RunAttached(self string, args, env []string, count int, stdout, stderr io.W
 		go func() { done <- c.Wait() }()
 	}
 	var failed error
+	var forwarded []os.Signal
 	for left := count; left > 0; {
 		select {
 		case s := <-sigs:
+			forwarded = append(forwarded, s)
 			for _, c := range children {
 				c.Process.Signal(s)
 			}
 		case err := <-done:
 			left--
-			if err != nil && failed == nil {
+			if err != nil && !stoppedBy(err, forwarded) && failed == nil {
 				failed = fmt.Errorf("worker: %w", err)
 			}
 		}
 	}
 	return failed
+}
+
+// stoppedBy reports whether a worker ended by one of the signals forwarded
+// to it: a worker still starting up has no handler yet and no job either,
+// so the signal's default action ending it is the stop that was asked for.
+func stoppedBy(err error, forwarded []os.Signal) bool {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return false
+	}
+	ws, ok := exit.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && slices.Contains(forwarded, os.Signal(ws.Signal()))
 }
