@@ -210,7 +210,7 @@ func (e *Engine) ProcessAvailable(ctx context.Context) (int, error) {
 	n := 0
 	var wg sync.WaitGroup
 	for _, l := range e.cfg.Lanes {
-		now := e.cfg.Clock.Now()
+		sent, now := time.Now(), e.cfg.Clock.Now()
 		jobs, err := e.store.ClaimJobs(ctx, ClaimParams{Worker: e.me.ID, Queues: l.Queues, Limit: l.Slots, Now: now, LeaseUntil: now.Add(e.cfg.Lease)})
 		if err != nil {
 			return n, fmt.Errorf("claim jobs: %w", err)
@@ -218,7 +218,7 @@ func (e *Engine) ProcessAvailable(ctx context.Context) (int, error) {
 		n += len(jobs)
 		for _, j := range jobs {
 			wg.Add(1)
-			e.launch(j, wg.Done)
+			e.launch(j, sent, wg.Done)
 		}
 	}
 	wg.Wait()

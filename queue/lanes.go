@@ -19,7 +19,7 @@ type slotLanes struct {
 	worker string
 	lease  time.Duration
 	poll   time.Duration
-	launch func(j *Job, done func())
+	launch func(j *Job, leaseFrom time.Time, done func())
 	log    zerolog.Logger
 	lanes  []Lane
 	wakes  []chan struct{} // one per lane
@@ -62,7 +62,7 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 		mu.Unlock()
 		wait := s.poll
 		if free > 0 {
-			jobs, err := s.claim(ctx, l, free)
+			jobs, sent, err := s.claim(ctx, l, free)
 			switch {
 			case err != nil && ctx.Err() != nil:
 				return
@@ -76,7 +76,7 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 					mu.Lock()
 					busy++
 					mu.Unlock()
-					s.launch(j, func() {
+					s.launch(j, sent, func() {
 						mu.Lock()
 						busy--
 						mu.Unlock()
@@ -150,21 +150,23 @@ func (s *slotLanes) untilNextRun(ctx context.Context, l Lane) time.Duration {
 	return max(min(d, s.poll), time.Millisecond)
 }
 
-func (s *slotLanes) claim(ctx context.Context, l Lane, n int) ([]*Job, error) {
+// claim claims up to n jobs for l. sent is when the claim was sent, on this
+// process's monotonic clock: the leases it took run from no earlier.
+func (s *slotLanes) claim(ctx context.Context, l Lane, n int) (jobs []*Job, sent time.Time, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	// Once sent, a claim is not cancelled by Stop: a claim that commits on
 	// the server while its reply is abandoned would leave jobs processing
 	// under this worker, to be charged a lost attempt later.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	now := s.clock.Now()
-	jobs, err := s.store.ClaimJobs(cctx, ClaimParams{
+	sent, now := time.Now(), s.clock.Now()
+	jobs, err = s.store.ClaimJobs(cctx, ClaimParams{
 		Worker: s.worker, Queues: l.Queues, Limit: n, Now: now, LeaseUntil: now.Add(s.lease),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claim jobs: %w", err)
+		return nil, sent, fmt.Errorf("claim jobs: %w", err)
 	}
-	return jobs, nil
+	return jobs, sent, nil
 }

@@ -49,14 +49,14 @@ func (k *leaseKeeper) loop(ctx context.Context) {
 				last = now
 			}
 		}
-		return k.cancelPoll
+		return min(k.cancelPoll, every) // a busy worker renews at least every third of the lease
 	})
 }
 
 // heartbeat renews the registration and the leases of ids, and acts on
 // what the store answers.
 func (k *leaseKeeper) heartbeat(ctx context.Context, ids []string) error {
-	now := k.clock.Now()
+	sent, now := time.Now(), k.clock.Now() // sent: monotonic, for the fences
 	p := HeartbeatParams{Worker: k.me.ID, Jobs: ids, Now: now, LeaseUntil: now.Add(k.lease)}
 	res, err := k.store.Heartbeat(ctx, p)
 	if errors.Is(err, ErrNotFound) {
@@ -71,6 +71,17 @@ func (k *leaseKeeper) heartbeat(ctx context.Context, ids []string) error {
 	if err != nil {
 		return fmt.Errorf("heartbeat: %w", err)
 	}
+	lost := make(map[string]bool, len(res.Lost))
+	for _, id := range res.Lost {
+		lost[id] = true
+	}
+	renewed := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if !lost[id] {
+			renewed = append(renewed, id)
+		}
+	}
+	k.running.renewed(renewed, sent, k.lease)
 	k.running.stop(res.Lost, OutcomeLost, func(id string) {
 		k.log.Warn().Str("job_id", id).Msg("lease lost; stopping the job")
 	})

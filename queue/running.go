@@ -3,17 +3,40 @@ package queue
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 )
 
+// outcomeFenced is the internal reason for stopping an attempt whose lease
+// this worker could not renew in time. It is never recorded: the worker
+// gives the job up, and only the rescuer of whoever holds the lease decides.
+const outcomeFenced Outcome = "fenced"
+
+// fenceAfter is how long after the last renewal was sent a running job is
+// stopped when no renewal succeeds since: three quarters of the lease, so
+// that renewals every third of it can fail once and the last quarter is
+// left for the process group to die before another worker may rescue it.
+func fenceAfter(lease time.Duration) time.Duration { return lease - lease/4 }
+
 // runningJob is one attempt this engine runs, with the reason it was asked
-// to stop, if it was.
+// to stop, if it was, and its fence: a timer on this process's monotonic
+// clock that stops the attempt when its lease was not renewed in time.
 type runningJob struct {
 	job    *Job
 	cancel context.CancelFunc
 	mu     sync.Mutex
 	reason Outcome
+	fence  *time.Timer
+}
+
+// renewed moves the fence: a renewal sent at sent succeeded.
+func (r *runningJob) renewed(sent time.Time, lease time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reason == "" && r.fence != nil {
+		r.fence.Reset(time.Until(sent.Add(fenceAfter(lease))))
+	}
 }
 
 func (r *runningJob) stop(reason Outcome) {
@@ -82,6 +105,18 @@ func (s *runningSet) stop(ids []string, reason Outcome, found func(id string)) {
 	}
 }
 
+// renewed moves the fences of ids: their leases were renewed by a
+// heartbeat sent at sent.
+func (s *runningSet) renewed(ids []string, sent time.Time, lease time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		if r := s.jobs[id]; r != nil {
+			r.renewed(sent, lease)
+		}
+	}
+}
+
 // stopAll asks every running attempt to stop for reason and reports how
 // many there were.
 func (s *runningSet) stopAll(reason Outcome) int {
@@ -93,10 +128,21 @@ func (s *runningSet) stopAll(reason Outcome) int {
 	return len(s.jobs)
 }
 
-// launch runs j in its own goroutine and calls done when its outcome is recorded.
-func (e *Engine) launch(j *Job, done func()) {
+// launch runs j in its own goroutine and calls done when its outcome is
+// recorded. leaseFrom is when the claim that took j's lease was sent, on
+// this process's monotonic clock: j's fence starts there.
+func (e *Engine) launch(j *Job, leaseFrom time.Time, done func()) {
 	ctx, cancel := context.WithCancel(e.jobCtx)
 	r := &runningJob{job: j, cancel: cancel}
+	r.mu.Lock()
+	r.fence = time.AfterFunc(time.Until(leaseFrom.Add(fenceAfter(e.cfg.Lease))), func() {
+		if r.why() == "" {
+			e.log.Warn().Str("job_id", j.ID).Int("attempt", j.Attempts).
+				Msg("lease not renewed in time; stopping the job and giving it up")
+			r.stop(outcomeFenced)
+		}
+	})
+	r.mu.Unlock()
 	e.running.add(r)
 	e.jobs.Add(1)
 	go func() {
@@ -112,9 +158,16 @@ func (e *Engine) runJob(ctx context.Context, r *runningJob) {
 	log := e.log.With().Str("job_id", j.ID).Str("queue", j.Queue).Int("attempt", j.Attempts).Logger()
 	log.Debug().Msg("job started")
 	res := e.runner.Run(ctx, RunSpec{Command: j.Command, Env: j.Environ(), Dir: j.Dir, Timeout: j.Timeout})
-	// Off the running set, heartbeats no longer renew or report the job
-	// while its outcome is recorded.
-	e.running.remove(j.ID)
+	r.fence.Stop()
+	// The job stays in the running set until its outcome is recorded, so
+	// that this engine's rescuer cannot take a finished job for lost.
+	defer e.running.remove(j.ID)
+	if r.why() == outcomeFenced {
+		// Its lease may have passed to another worker: recording anything
+		// could overwrite that worker's attempt.
+		log.Warn().Msg("job given up after its lease could not be renewed; no outcome recorded")
+		return
+	}
 	e.record(log, j, end(res, r.why(), j.Timeout))
 }
 

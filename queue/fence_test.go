@@ -1,0 +1,85 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+// partitioned is a store this worker loses touch with once cut is set:
+// heartbeats and outcomes fail, as on the far side of a network partition.
+// It records the jobs whose outcomes the engine tried to write meanwhile.
+type partitioned struct {
+	queue.Store
+	cut        atomic.Bool
+	mu         sync.Mutex
+	finishedIn []string // jobs the engine tried to finish while cut
+}
+
+var errUnreachable = errors.New("dial tcp: connect: network is unreachable")
+
+func (s *partitioned) Heartbeat(ctx context.Context, p queue.HeartbeatParams) (queue.HeartbeatResult, error) {
+	if s.cut.Load() {
+		return queue.HeartbeatResult{}, errUnreachable
+	}
+	return s.Store.Heartbeat(ctx, p)
+}
+
+func (s *partitioned) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, error) {
+	if s.cut.Load() {
+		s.mu.Lock()
+		for _, f := range fs {
+			s.finishedIn = append(s.finishedIn, f.JobID)
+		}
+		s.mu.Unlock()
+		return nil, errUnreachable
+	}
+	return s.Store.FinishJobs(ctx, fs)
+}
+
+// A worker that cannot renew a job's lease stops the job before the lease
+// ends, on its own clock, and gives it up without recording an outcome:
+// after the lease another worker may run it, and the two must not overlap.
+func TestEngineStopsJobWhoseLeaseItCannotRenew(t *testing.T) {
+	base, _ := openStore(t)
+	st := &partitioned{Store: base}
+	b := newBlocker()
+	enqueue(t, st, queue.NewJob{ID: "fenced"}, time.Now())
+	const lease = 1500 * time.Millisecond
+	eng := queue.NewEngine(st, b.runner(), queue.EngineConfig{Lease: lease, CancelPoll: 50 * time.Millisecond})
+	if err := eng.Start(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	r := recv(t, b.started, "the job to start")
+
+	// Healthy renewals keep it running past a whole lease.
+	select {
+	case <-r.ctx.Done():
+		t.Fatal("a job whose lease is renewed was stopped")
+	case <-time.After(lease + lease/2):
+	}
+
+	st.cut.Store(true)
+	cut := time.Now()
+	recv(t, r.ctx.Done(), "the job to be stopped")
+	if took := time.Since(cut); took >= lease {
+		t.Errorf("stopped %s after the partition, want before the lease of %s ends", took, lease)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	eng.Stop(ctx) // waits for the job's goroutine
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if slices.Contains(st.finishedIn, "fenced") {
+		t.Errorf("the engine tried to record an outcome for a job it gave up")
+	}
+	if j := getJob(t, base, "fenced"); j.State != queue.StateProcessing {
+		t.Errorf("state %s, want processing (left to the rescuer after its lease)", j.State)
+	}
+}
