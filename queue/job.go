@@ -127,6 +127,9 @@ type JobJSON struct {
 	Error      *string    `json:"error"`
 	Worker     *string    `json:"worker"`
 	Template   string     `json:"template,omitempty"`
+	// ScheduledAt is the cron slot a template fired the job for; null for
+	// an ad-hoc job.
+	ScheduledAt *time.Time `json:"scheduled_at"`
 }
 
 // MarshalJSON renders the stable JSON form: RFC 3339 UTC times, timeout in
@@ -142,7 +145,7 @@ func (j *Job) JSON() JobJSON {
 		Attempts: j.Attempts, MaxRetries: j.MaxRetries, RunAt: j.RunAt.UTC(),
 		CreatedAt: j.CreatedAt.UTC(), UpdatedAt: j.UpdatedAt.UTC(), StartedAt: optTime(j.StartedAt),
 		FinishedAt: optTime(j.FinishedAt), ExitCode: j.ExitCode, Error: optString(j.Error),
-		Worker: optString(j.Worker), Template: j.Template,
+		Worker: optString(j.Worker), Template: j.Template, ScheduledAt: optTime(j.ScheduledAt),
 	}
 	if j.Timeout > 0 {
 		s := j.Timeout.Seconds()

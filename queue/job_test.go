@@ -69,7 +69,7 @@ func sorted(s ...string) []string {
 
 func TestJobJSON(t *testing.T) {
 	jobKeys := sorted("id", "queue", "command", "state", "priority", "attempts", "max_retries", "timeout",
-		"run_at", "created_at", "updated_at", "started_at", "finished_at", "exit_code", "error", "worker")
+		"run_at", "created_at", "updated_at", "started_at", "finished_at", "exit_code", "error", "worker", "scheduled_at")
 
 	t.Run("fresh job", func(t *testing.T) {
 		j, err := queue.NewJob{ID: "a", Command: "echo hi"}.Resolve(queue.DefaultSettings(), t0)
@@ -84,7 +84,7 @@ func TestJobJSON(t *testing.T) {
 			"id": `"a"`, "queue": `"default"`, "command": `"echo hi"`, "state": `"pending"`, "priority": "0",
 			"attempts": "0", "max_retries": "3", "timeout": "null", "run_at": `"2026-03-01T12:00:00Z"`,
 			"created_at": `"2026-03-01T12:00:00Z"`, "started_at": "null", "finished_at": "null",
-			"exit_code": "null", "error": "null", "worker": "null",
+			"exit_code": "null", "error": "null", "worker": "null", "scheduled_at": "null",
 		}
 		for k, v := range want {
 			if raw[k] != v {
@@ -100,7 +100,7 @@ func TestJobJSON(t *testing.T) {
 			ID: "b", Queue: "q", Command: "false", State: queue.StateFailed, Attempts: 1, MaxRetries: 2,
 			Timeout: 1500 * time.Millisecond, RunAt: t0.In(local), CreatedAt: t0, UpdatedAt: t0,
 			StartedAt: t0, FinishedAt: t0.Add(time.Second), ExitCode: &code, Error: "exit status 3",
-			Worker: "w1", Template: "nightly",
+			Worker: "w1", Template: "nightly", ScheduledAt: t0,
 		}
 		keys, raw := jsonKeys(t, j)
 		if want := sorted(append(slices.Clone(jobKeys), "template")...); !slices.Equal(keys, want) {
@@ -109,7 +109,7 @@ func TestJobJSON(t *testing.T) {
 		want := map[string]string{
 			"timeout": "1.5", "run_at": `"2026-03-01T12:00:00Z"`, "started_at": `"2026-03-01T12:00:00Z"`,
 			"finished_at": `"2026-03-01T12:00:01Z"`, "exit_code": "3", "error": `"exit status 3"`,
-			"worker": `"w1"`, "template": `"nightly"`,
+			"worker": `"w1"`, "template": `"nightly"`, "scheduled_at": `"2026-03-01T12:00:00Z"`,
 		}
 		for k, v := range want {
 			if raw[k] != v {

@@ -72,15 +72,24 @@ var settingsTable = []setting{
 			s.MaxBackoff = d
 			return nil
 		}, func(s Settings) string { return FormatDuration(s.MaxBackoff) }},
-	{"timeout", "default job timeout, a duration up to 30d; 0 for none",
+	{"timeout", "default job timeout, a duration up to 30d; none (or 0) for none",
 		func(s *Settings, v string) error {
+			if v == "none" {
+				s.Timeout = 0
+				return nil
+			}
 			d, err := ParseDuration(v)
 			if err != nil || d < 0 || d > MaxTimeoutLimit {
-				return fmt.Errorf("must be a duration from 0 (none) to 30d")
+				return fmt.Errorf("must be a duration from 0 (none) to 30d, or none")
 			}
 			s.Timeout = d
 			return nil
-		}, func(s Settings) string { return FormatDuration(s.Timeout) }},
+		}, func(s Settings) string {
+			if s.Timeout == 0 {
+				return "none" // as show writes a job without one
+			}
+			return FormatDuration(s.Timeout)
+		}},
 }
 
 // NormalizeKey maps a user-typed key (max_retries, MAX-RETRIES) to its

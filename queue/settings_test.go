@@ -112,7 +112,8 @@ func TestCheckSetting(t *testing.T) {
 		{"backoff-base", "1", "backoff-base", "1"},
 		{"max-backoff", "90", "max-backoff", "1m30s"},
 		{"max-backoff", "1d", "max-backoff", "1d"},
-		{"timeout", "0", "timeout", "0"},
+		{"timeout", "0", "timeout", "none"},
+		{"timeout", "none", "timeout", "none"},
 		{"timeout", "1h30m", "timeout", "1h30m"},
 	}
 	for _, tc := range tests {

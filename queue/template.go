@@ -44,6 +44,7 @@ type Template struct {
 	PendingKind    FireKind  // whether that waiting run is a cron slot or a manual trigger
 	UpdatedAt      time.Time
 	LastJob        *Job // the newest job the template fired, nil if none
+	LastFinished   *Job // the newest of its jobs that finished (completed, dead or cancelled), nil if none
 }
 
 // TemplateJSON is the stable JSON form of a template (see docs/cli.md).
@@ -58,16 +59,23 @@ type TemplateJSON struct {
 	Enabled  bool       `json:"enabled"`
 	Cursor   *time.Time `json:"cursor"`
 	LastJob  *JobJSON   `json:"last_job"`
+	// LastFinished is the newest job that finished: its state is the
+	// outcome of the last run, while last_job may still be running.
+	LastFinished *JobJSON `json:"last_finished"`
 }
 
 // JSON returns the stable JSON form of the template.
 func (t *Template) JSON() TemplateJSON {
-	var last *JobJSON
-	if t.LastJob != nil {
-		j := t.LastJob.JSON()
-		last = &j
+	return TemplateJSON{t.Name, t.Queue, t.Schedule, t.TimeZone, t.Command, t.Overlap, t.CatchUp, t.Enabled, optTime(t.Cursor),
+		optJob(t.LastJob), optJob(t.LastFinished)}
+}
+
+func optJob(j *Job) *JobJSON {
+	if j == nil {
+		return nil
 	}
-	return TemplateJSON{t.Name, t.Queue, t.Schedule, t.TimeZone, t.Command, t.Overlap, t.CatchUp, t.Enabled, optTime(t.Cursor), last}
+	v := j.JSON()
+	return &v
 }
 
 // MarshalJSON renders the stable JSON form of a template.

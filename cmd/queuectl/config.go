@@ -22,7 +22,7 @@ service's HCL file, may override them):
   max-retries    retries after the first attempt (0..1000, default 3)
   backoff-base   the n-th failure waits base^n seconds (1..100, default 2)
   max-backoff    cap on that wait (1s..30d, default 1h)
-  timeout        job timeout (0 for none, up to 30d; default none)
+  timeout        job timeout (none or 0 for none, up to 30d; default none)
 
 Keys may be spelled with underscores (max_retries).`,
 	}
@@ -137,7 +137,11 @@ func (a *app) printStats(ctx context.Context, st queue.Store, window time.Durati
 	fmt.Fprintf(tw, "QUEUE\tJOBS\tATTEMPTS (%s)\tFAILURE RATE\tMIN\tP50\tP95\tP99\tMAX\tDONE/MIN (1H)\n", queue.FormatDuration(window))
 	for _, s := range append([]*view.QueueStats{stats.Total}, stats.Queues...) {
 		r := s.RunTimeMS
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%.1f\n", s.Queue, s.Total(), s.Attempts, 100*s.FailureRate,
+		name := s.Queue
+		if s == stats.Total {
+			name = "total" // as status names it
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%.1f\n", name, s.Total(), s.Attempts, 100*s.FailureRate,
 			ms(r.Min), ms(r.P50), ms(r.P95), ms(r.P99), ms(r.Max), s.PerMinuteHour)
 	}
 	if err := tw.Flush(); err != nil {

@@ -60,7 +60,7 @@ func (a *app) readTemplates(ctx context.Context, st queue.Store, apply bool) ([]
 	for _, t := range file {
 		for _, s := range stored {
 			if s.Name == t.Name {
-				t.Cursor, t.LastJob, t.PendingTrigger, t.PendingKind = s.Cursor, s.LastJob, s.PendingTrigger, s.PendingKind
+				t.Cursor, t.LastJob, t.LastFinished, t.PendingTrigger, t.PendingKind = s.Cursor, s.LastJob, s.LastFinished, s.PendingTrigger, s.PendingKind
 			}
 		}
 	}
@@ -131,7 +131,10 @@ func (a *app) cronListCmd() *cobra.Command {
 			for _, t := range ts {
 				last, outcome := "-", "-"
 				if t.LastJob != nil {
-					last, outcome = fmtTime(t.LastJob.ScheduledAt), string(t.LastJob.State)
+					last = fmtTime(t.LastJob.ScheduledAt)
+				}
+				if t.LastFinished != nil { // not a run still in progress
+					outcome = string(t.LastFinished.State)
 				}
 				next := "never"
 				if sc, err := scheduler.Parse(t); err == nil {

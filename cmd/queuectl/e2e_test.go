@@ -597,7 +597,7 @@ func TestE2EStatsConfigAndCleanup(t *testing.T) {
 	}
 	var cfg map[string]string
 	json.Unmarshal([]byte(c.ok("config", "get", "--json")), &cfg)
-	if cfg["max-retries"] != "3" || cfg["backoff-base"] != "2" || cfg["max-backoff"] != "1h" || cfg["timeout"] != "0" {
+	if cfg["max-retries"] != "3" || cfg["backoff-base"] != "2" || cfg["max-backoff"] != "1h" || cfg["timeout"] != "none" {
 		t.Fatalf("config get: %v", cfg)
 	}
 	c.ok("config", "set", "timeout", "90s")

@@ -4,13 +4,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/queuectl/queuectl/internal/view"
 	"github.com/queuectl/queuectl/queue"
@@ -79,16 +84,18 @@ func (a *app) runEnqueue(cmd *cobra.Command, args []string, o *enqueueOptions) e
 		}
 	}
 	var jobs []queue.NewJob
+	ignored := map[string]bool{}
+	defer a.noteIgnored(ignored)
 	switch {
 	case len(args) == 1:
-		n, err := parseJobJSON([]byte(args[0]), now)
+		n, err := parseJobJSON([]byte(args[0]), now, ignored)
 		if err != nil {
 			return usageError{fmt.Errorf("enqueue: %w", err)}
 		}
 		jobs = append(jobs, n)
 	case o.file != "":
 		var err error
-		if jobs, err = a.readJobLines(o.file, now); err != nil {
+		if jobs, err = a.readJobLines(o.file, now, ignored); err != nil {
 			return err
 		}
 	default:
@@ -141,8 +148,9 @@ func (o *enqueueOptions) newJob(cmd *cobra.Command, now time.Time) (queue.NewJob
 	return n, nil
 }
 
-// readJobLines parses a JSON Lines file; errors name the line.
-func (a *app) readJobLines(path string, now time.Time) ([]queue.NewJob, error) {
+// readJobLines parses a JSON Lines file, or one JSON array of jobs (the
+// output of list --json); errors name the line or the item.
+func (a *app) readJobLines(path string, now time.Time, ignored map[string]bool) ([]queue.NewJob, error) {
 	var r io.Reader = a.stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -155,7 +163,11 @@ func (a *app) readJobLines(path string, now time.Time) ([]queue.NewJob, error) {
 	// A batch is parsed into memory that lives until it is stored: letting
 	// the heap grow further between collections saves most of the GC work.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	sc := bufio.NewScanner(r)
+	br := bufio.NewReaderSize(r, 64*1024)
+	if first, err := firstByte(br); err == nil && first == '[' {
+		return readJobArray(br, path, now, ignored)
+	}
+	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	var jobs []queue.NewJob
 	for line := 1; sc.Scan(); line++ {
@@ -163,7 +175,7 @@ func (a *app) readJobLines(path string, now time.Time) ([]queue.NewJob, error) {
 		if len(b) == 0 {
 			continue
 		}
-		n, err := parseJobJSON(b, now)
+		n, err := parseJobJSON(b, now, ignored)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("enqueue: %s line %d: %w", path, line, err)}
 		}
@@ -180,9 +192,25 @@ func (a *app) readJobLines(path string, now time.Time) ([]queue.NewJob, error) {
 
 // parseJobJSON decodes one job as the CLI takes it: a relative dir is
 // resolved against the current directory, as a configuration file's dir is
-// against the file's directory.
-func parseJobJSON(b []byte, now time.Time) (queue.NewJob, error) {
+// against the file's directory. Read-only fields of list and show --json
+// (state, attempts, times, ...) are left out and added to ignored, so that
+// their output can be enqueued again.
+func parseJobJSON(b []byte, now time.Time, ignored map[string]bool) (queue.NewJob, error) {
 	n, err := view.ParseJobJSON(b, now)
+	var spec *view.SpecError
+	if errors.As(err, &spec) && readOnlyField(spec.Field) {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(b, &m) == nil {
+			for k := range m {
+				if readOnlyField(k) {
+					delete(m, k)
+					ignored[k] = true
+				}
+			}
+			stripped, _ := json.Marshal(m)
+			n, err = view.ParseJobJSON(stripped, now)
+		}
+	}
 	if err != nil {
 		return n, err
 	}
@@ -192,4 +220,54 @@ func parseJobJSON(b []byte, now time.Time) (queue.NewJob, error) {
 		}
 	}
 	return n, nil
+}
+
+// readOnlyField reports whether a job JSON field is output only.
+func readOnlyField(name string) bool {
+	switch name {
+	case "state", "attempts", "created_at", "updated_at", "started_at", "finished_at", "exit_code",
+		"error", "worker", "template", "scheduled_at", "history":
+		return true
+	}
+	return false
+}
+
+// noteIgnored tells which read-only fields were left out.
+func (a *app) noteIgnored(ignored map[string]bool) {
+	if len(ignored) > 0 {
+		fmt.Fprintf(a.stderr, "note: ignored read-only fields: %s\n", strings.Join(slices.Sorted(maps.Keys(ignored)), ", "))
+	}
+}
+
+func firstByte(br *bufio.Reader) (byte, error) {
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			return 0, err
+		}
+		if !unicode.IsSpace(rune(b[0])) {
+			return b[0], nil
+		}
+		br.ReadByte()
+	}
+}
+
+// readJobArray reads one JSON array of job objects.
+func readJobArray(r io.Reader, path string, now time.Time, ignored map[string]bool) ([]queue.NewJob, error) {
+	var items []json.RawMessage
+	if err := json.NewDecoder(r).Decode(&items); err != nil {
+		return nil, usageError{fmt.Errorf("enqueue: %s: invalid JSON array: %w", path, err)}
+	}
+	if len(items) == 0 {
+		return nil, usagef("enqueue: %s holds no jobs", path)
+	}
+	jobs := make([]queue.NewJob, 0, len(items))
+	for i, b := range items {
+		n, err := parseJobJSON(b, now, ignored)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("enqueue: %s item %d: %w", path, i+1, err)}
+		}
+		jobs = append(jobs, n)
+	}
+	return jobs, nil
 }

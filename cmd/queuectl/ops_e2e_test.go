@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -382,4 +383,37 @@ job "nightly" {
 	h := newPGHost(t, pg, "migrated")
 	h.startWorkers()
 	h.waitState("later", "completed", 30*time.Second)
+}
+
+// TestE2ESmallThings: what a newcomer trips on. list --json can be fed
+// back to enqueue --file; status and stats name the total row alike; config
+// get and show write "no timeout" alike; show --json has scheduled_at.
+func TestE2ESmallThings(t *testing.T) {
+	c := newCLI(t)
+	c.ok("enqueue", "--id", "a", "--command", "echo a", "--priority", "4", "--timeout", "90s")
+	c.ok("enqueue", "--id", "b", "--command", "echo b", "--queue", "mail")
+	file := filepath.Join(c.home, "jobs.json")
+	writeFile(t, file, c.ok("list", "--json", "--limit", "0"))
+	other := filepath.Join(c.home, "other.db")
+	out, errOut, code := c.run("--db", other, "enqueue", "--file", file)
+	if code != 0 || out != "b\na\n" || !strings.Contains(errOut, "note: ignored read-only fields: attempts, created_at,") {
+		t.Fatalf("enqueue --file of list --json: exit %d %q %q", code, out, errOut)
+	}
+	var a jobView
+	json.Unmarshal([]byte(c.ok("--db", other, "show", "a", "--json")), &a)
+	if a.Priority != 4 || a.Timeout == nil || *a.Timeout != 90 || a.State != "pending" {
+		t.Fatalf("copied job: %+v", a)
+	}
+	if show := c.ok("show", "a", "--json"); !strings.Contains(show, `"scheduled_at": null`) || !strings.Contains(show, `"run_at": "`) {
+		t.Fatalf("show --json: %s", show)
+	}
+	c.ok("enqueue", "--id", "c", "--command", "true")
+	if got, show := c.ok("config", "get", "timeout"), c.ok("show", "c"); got != "none\n" || !strings.Contains(show, "timeout:      none") {
+		t.Fatalf("config get timeout %q; show:\n%s", got, show)
+	}
+	for _, cmd := range []string{"status", "stats"} {
+		if out := c.ok(cmd); !regexp.MustCompile(`(?m)^total\s`).MatchString(out) {
+			t.Errorf("%s has no total row:\n%s", cmd, out)
+		}
+	}
 }

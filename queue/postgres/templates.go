@@ -132,6 +132,12 @@ func (s *Store) Templates(ctx context.Context) ([]*queue.Template, error) {
 			return nil, fmt.Errorf("template %s: last job: %w", t.Name, err)
 		}
 		t.LastJob = j
+		j, err = scanJob(s.pool.QueryRow(ctx, `SELECT `+allJobColumns+` FROM jobs WHERE template = $1
+			AND state IN ('completed', 'dead', 'cancelled') ORDER BY created_at DESC, seq DESC LIMIT 1`, t.Name))
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("template %s: last finished job: %w", t.Name, err)
+		}
+		t.LastFinished = j
 	}
 	return out, nil
 }

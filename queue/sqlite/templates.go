@@ -155,6 +155,12 @@ func (s *Store) Templates(ctx context.Context) ([]*queue.Template, error) {
 			return nil, fmt.Errorf("template %s: last job: %w", t.Name, describe(err))
 		}
 		t.LastJob = j
+		j, err = scanJob(s.readDB.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE template = ?
+			AND state IN ('completed', 'dead', 'cancelled') ORDER BY created_at DESC, rowid DESC LIMIT 1`, t.Name))
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("template %s: last finished job: %w", t.Name, describe(err))
+		}
+		t.LastFinished = j
 	}
 	return out, nil
 }

@@ -73,6 +73,18 @@ func testApplyTemplates(t *testing.T, open Opener) {
 	if got["a"].LastJob == nil || got["a"].LastJob.Template != "a" || !got["a"].LastJob.ScheduledAt.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("last job: %+v", got["a"].LastJob)
 	}
+	if got["a"].LastFinished != nil {
+		t.Fatalf("a pending job counts as finished: %+v", got["a"].LastFinished)
+	}
+	// The last finished run stays the outcome while a newer one runs.
+	j := claim(t, s, "w", 1, t0.Add(time.Hour))[0]
+	finish(t, s, j, "w", succeeded(t0.Add(time.Hour), ""), t0.Add(time.Hour))
+	fire(t, s, got["a"], queue.FireCron, t0.Add(2*time.Minute))
+	claim(t, s, "w", 1, t0.Add(2*time.Hour))
+	got = templatesByName(t, s)
+	if f := got["a"].LastFinished; f == nil || f.ID != j.ID || f.State != queue.StateCompleted || got["a"].LastJob.State != queue.StateProcessing {
+		t.Fatalf("last finished %+v, last job %+v", f, got["a"].LastJob)
+	}
 	if _, err := s.FireTemplate(ctx(t), fireParams(t, b, queue.FireCron, t0)); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("firing a deleted template: want ErrNotFound, got %v", err)
 	}
