@@ -48,6 +48,7 @@ var funcs = template.FuncMap{
 		return s
 	},
 	"join":   strings.Join,
+	"fmtdur": queue.FormatDuration,
 	"states": queue.States,
 	"count": func(m map[queue.State]int, s queue.State) int {
 		return m[s]

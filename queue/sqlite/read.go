@@ -213,9 +213,10 @@ func (s *Store) Output(ctx context.Context, jobID string, number int) (*queue.At
 	return a, nil
 }
 
-// CountJobs implements queue.Store.
+// CountJobs implements queue.Store from the counts the triggers of
+// migration 4 keep.
 func (s *Store) CountJobs(ctx context.Context) ([]queue.Count, error) {
-	rows, err := s.readDB.QueryContext(ctx, `SELECT queue, state, count(*) FROM jobs GROUP BY queue, state ORDER BY queue, state`)
+	rows, err := s.readDB.QueryContext(ctx, `SELECT queue, state, n FROM job_counts WHERE n > 0 ORDER BY queue, state`)
 	if err != nil {
 		return nil, fmt.Errorf("count jobs: %w", describe(err))
 	}
