@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// The dashboard in a real browser: headless Chromium driven by chromedp
+// against the real binary. Screenshots of every page go to
+// $QUEUECTL_SCREENSHOT_DIR (docs/screenshots keeps the current ones), else
+// to the test's temporary directory.
+
+// chromium returns the browser to drive: missing, the test skips, or in CI
+// (CI=true) fails.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no Chromium on PATH: CI must run the browser tests (apt-get install chromium)")
+	}
+	t.Skip("no Chromium on PATH: install chromium to run the browser tests")
+	return ""
+}
+
+// browser starts headless Chromium with a new empty profile and no
+// background networking (the machine may have no network).
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium(t)),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-default-apps", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1440, 960),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	// Accept the confirmation dialogs of destructive actions.
+	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	go func() {
+		for _, err := range dialogs {
+			if err != nil {
+				return
+			}
+			chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}()
+	return ctx
+}
+
+// step runs browser actions with a deadline.
+func step(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(sctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// value runs one browser action that returns a value, with a deadline.
+func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(sctx, a)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// screenshot saves the whole page as NAME.png.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("QUEUECTL_SCREENSHOT_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	png := value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestE2EBrowserDashboard(t *testing.T) {
+	ctx := browser(t)
+	c := newCLI(t)
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, `
+queue "default" { concurrency = 2 }
+queue "reports" { concurrency = 1 }
+job "nightly-backup" {
+  schedule  = "30 2 * * *"
+  time_zone = "Europe/Berlin"
+  command   = "echo backing up"
+}
+job "report" {
+  queue    = "reports"
+  schedule = "*/15 * * * *"
+  command  = "echo report"
+}
+job "heartbeat" {
+  schedule = "* * * * *"
+  command  = "true"
+}
+`)
+	c.ok("cron", "trigger", "report", "-c", cfg) // applies the file's recurring jobs
+	for i, cmd := range []string{"echo resize image-1.png", "echo send welcome mail", "printf '\\033[32mok\\033[0m\\n'", "sleep 0.3; echo done"} {
+		c.ok("enqueue", "--id", "seed-"+string(rune('a'+i)), "--command", cmd)
+	}
+	c.ok("enqueue", "--id", "broken-import", "--queue", "reports", "--max-retries", "0", "--command", "echo 'import failed: no such table' >&2; exit 3")
+	c.ok("worker", "start", "--count", "2")
+	c.waitState("broken-import", "dead", 30*time.Second)
+
+	s := startServe(t, c, []string{"QUEUECTL_HTTP_TOKEN=browser-admin"}, "--listen", "127.0.0.1:0")
+
+	// Sign in.
+	step(t, ctx, "open the dashboard", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.CSS(`#token`)))
+	loc := value(t, ctx, "location", chromedp.Location())
+	if !strings.Contains(loc, "/login") {
+		t.Fatalf("without a session the dashboard is at %s", loc)
+	}
+	screenshot(t, ctx, "login")
+	step(t, ctx, "sign in", chromedp.SendKeys(chromedp.CSS(`#token`), "browser-admin"), chromedp.Submit(chromedp.CSS(`#token`)),
+		chromedp.WaitVisible(chromedp.CSS(`#chart-throughput svg`)))
+
+	// A job enqueued from the CLI appears on the jobs page without a reload.
+	step(t, ctx, "open jobs", chromedp.Navigate(s.url+"/jobs"), chromedp.WaitVisible(chromedp.CSS(`a[href="/jobs/seed-a"]`)))
+	c.ok("enqueue", "--id", "live-job", "--command", "echo step 1; sleep 2; echo step 2 finished")
+	step(t, ctx, "see the new job without reload", chromedp.WaitVisible(chromedp.CSS(`a[href="/jobs/live-job"]`)))
+	screenshot(t, ctx, "jobs")
+
+	// Open it and watch its output arrive.
+	step(t, ctx, "open the job", chromedp.Click(chromedp.CSS(`a[href="/jobs/live-job"]`)), chromedp.WaitVisible(chromedp.CSS(`#job-state`)))
+	step(t, ctx, "watch its output", chromedp.WaitVisible(chromedp.CSS(`#output-1`)))
+	out := value(t, ctx, "output text", chromedp.Text(chromedp.CSS(`#output-1`)))
+	if !strings.Contains(out, "step 2 finished") {
+		t.Errorf("output shown: %q", out)
+	}
+	screenshot(t, ctx, "job")
+
+	// Retry a dead job from the dead-letter queue.
+	step(t, ctx, "open the DLQ", chromedp.Navigate(s.url+"/dlq"), chromedp.WaitVisible(chromedp.CSS(`a[href="/jobs/broken-import"]`)))
+	screenshot(t, ctx, "dlq")
+	step(t, ctx, "open the dead job", chromedp.Click(chromedp.CSS(`a[href="/jobs/broken-import"]`)), chromedp.WaitVisible(chromedp.CSS(`#retry`)))
+	step(t, ctx, "retry it", chromedp.Click(chromedp.CSS(`#retry`)), chromedp.WaitVisible(chromedp.CSS(`.flash`)))
+	waitFor(t, "the retried job to run again", 30*time.Second, func() bool {
+		j := c.job("broken-import")
+		return j.State == "dead" && j.Attempts == 1 && len(c.ok("show", "broken-import")) > 0 && strings.Count(c.ok("show", "broken-import"), "failed") >= 2
+	})
+
+	// The overview's charts render.
+	step(t, ctx, "overview", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.CSS(`#chart-throughput svg rect.bar-ok`)))
+	bars := value(t, ctx, "chart bars", chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#chart-throughput rect")).map(r => r.getAttribute("height"))`))
+	if len(bars) == 0 {
+		t.Error("the throughput chart has no bars")
+	}
+	screenshot(t, ctx, "overview")
+	step(t, ctx, "cron", chromedp.Navigate(s.url+"/cron"), chromedp.WaitVisible(`//div[contains(text(), "every 15 minutes")]`))
+	screenshot(t, ctx, "cron")
+	step(t, ctx, "workers", chromedp.Navigate(s.url+"/workers"), chromedp.WaitVisible(chromedp.CSS(`.grid`)))
+	screenshot(t, ctx, "workers")
+}
