@@ -141,6 +141,11 @@ http {
 	if code, _ := httpGet(t, url+"/readyz", ""); code != 200 {
 		t.Errorf("readyz: %d", code)
 	}
+	// The server listens before the service writes the file's queues to the
+	// store (so a busy port fails at once); the queues show from then on.
+	waitFor(t, "the service to start", 20*time.Second, func() bool {
+		return strings.Contains(svc.log(), `"message":"service started"`)
+	})
 	code, body := httpGet(t, url+"/api/v1/queues", "run-admin")
 	if code != 200 || !strings.Contains(body, `"concurrency": 3`) {
 		t.Errorf("queues: %d %s", code, body)
