@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/queuectl/queuectl/internal/view"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/postgres"
 	"github.com/queuectl/queuectl/scheduler"
@@ -120,10 +121,7 @@ func (a *app) cronListCmd() *cobra.Command {
 			}
 			defer st.Close()
 			if asJSON {
-				if ts == nil {
-					ts = []*queue.Template{}
-				}
-				return a.printJSON(ts)
+				return a.printJSON(view.CronTemplates(ts, a.now(), 5))
 			}
 			now := a.now()
 			tw := a.table()
