@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/internal/storekit"
 )
 
 // RetryJobs implements queue.Store. It changes all named jobs or none: the
@@ -129,34 +130,47 @@ func (s *Store) DiscardJobs(ctx context.Context, p queue.DiscardParams) ([]strin
 func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (queue.State, error) {
 	var was queue.State
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var state string
-		err := tx.QueryRow(ctx, `SELECT state FROM jobs WHERE id = $1 FOR UPDATE`, id).Scan(&state)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("job %q: %w", id, queue.ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		was = queue.State(state)
-		action, err := queue.DecideCancel(id, was)
-		switch action {
-		case queue.CancelNow:
-			_, err = tx.Exec(ctx, `UPDATE jobs SET state = $1, error = $2, updated_at = $3 WHERE id = $4`,
-				string(queue.StateCancelled), queue.CancelledByUser, now, id)
-		case queue.CancelRequest: // and wake its worker's heartbeat
-			if _, err = tx.Exec(ctx, `UPDATE jobs SET cancel_requested = true, updated_at = $1 WHERE id = $2`, now, id); err == nil {
-				_, err = tx.Exec(ctx, notifySQL, s.channel)
-			}
-		}
+		var err error
+		was, err = storekit.Cancel(ctx, cancelTx{tx, s.channel}, id, now)
 		return err
 	})
 	if err != nil {
 		return "", fmt.Errorf("cancel job: %w", err)
 	}
-	if was == queue.StateProcessing {
+	if was == queue.StateProcessing { // wake its worker's heartbeat
 		s.wake.broadcast()
 	}
 	return was, nil
+}
+
+// cancelTx runs storekit.Cancel's steps in one transaction; JobState locks
+// the job's row so that a concurrent finish waits for the decision.
+type cancelTx struct {
+	tx      pgx.Tx
+	channel string
+}
+
+func (c cancelTx) JobState(ctx context.Context, id string) (queue.State, bool, error) {
+	var state string
+	err := c.tx.QueryRow(ctx, `SELECT state FROM jobs WHERE id = $1 FOR UPDATE`, id).Scan(&state)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	return queue.State(state), err == nil, err
+}
+
+func (c cancelTx) CancelNow(ctx context.Context, id, reason string, now time.Time) error {
+	_, err := c.tx.Exec(ctx, `UPDATE jobs SET state = $1, error = $2, updated_at = $3 WHERE id = $4`,
+		string(queue.StateCancelled), reason, now, id)
+	return err
+}
+
+func (c cancelTx) RequestCancel(ctx context.Context, id string, now time.Time) error {
+	if _, err := c.tx.Exec(ctx, `UPDATE jobs SET cancel_requested = true, updated_at = $1 WHERE id = $2`, now, id); err != nil {
+		return err
+	}
+	_, err := c.tx.Exec(ctx, notifySQL, c.channel)
+	return err
 }
 
 // DeleteJobs implements queue.Store. History goes with its job (ON DELETE
@@ -231,21 +245,16 @@ func (s *Store) ListWorkers(ctx context.Context) ([]*queue.WorkerInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list workers: %w", err)
 	}
-	defer rows.Close()
-	var out []*queue.WorkerInfo
-	for rows.Next() {
+	out, err := collect(rows, func(r pgx.CollectableRow) (*queue.WorkerInfo, error) {
 		var w queue.WorkerInfo
 		var start int64
 		var started, hb time.Time
-		if err := rows.Scan(&w.ID, &w.PID, &w.Host, &w.BootID, &start, &w.Queues, &started, &hb, &w.StopRequested,
-			&w.CurrentJobs); err != nil {
-			return nil, fmt.Errorf("list workers: %w", err)
-		}
+		err := r.Scan(&w.ID, &w.PID, &w.Host, &w.BootID, &start, &w.Queues, &started, &hb, &w.StopRequested, &w.CurrentJobs)
 		w.ProcStart = uint64(start)
 		w.StartedAt, w.HeartbeatAt = started.UTC(), hb.UTC()
-		out = append(out, &w)
-	}
-	if err := rows.Err(); err != nil {
+		return &w, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("list workers: %w", err)
 	}
 	return out, nil

@@ -39,6 +39,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queuectl/queuectl/queue"
@@ -111,4 +112,10 @@ func stateStrings(states []queue.State) []string {
 		out[i] = string(s)
 	}
 	return out
+}
+
+// collect scans every row with fn; like pgx.CollectRows, but nil when there
+// are no rows, as the SQLite store returns.
+func collect[T any](rows pgx.Rows, fn pgx.RowToFunc[T]) ([]T, error) {
+	return pgx.AppendRows([]T(nil), rows, fn)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/internal/storekit"
 )
 
 var jobColumnNames = []string{"id", "queue", "command", "state", "priority", "attempts", "max_retries", "timeout_us",
@@ -56,16 +57,7 @@ func scanJob(row pgx.Row, extra ...any) (*queue.Job, error) {
 }
 
 func scanJobs(rows pgx.Rows) ([]*queue.Job, error) {
-	defer rows.Close()
-	var out []*queue.Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
+	return collect(rows, func(r pgx.CollectableRow) (*queue.Job, error) { return scanJob(r) })
 }
 
 // GetJob implements queue.Store.
@@ -158,16 +150,8 @@ func (s *Store) Attempts(ctx context.Context, jobID string) ([]*queue.Attempt, e
 	if err != nil {
 		return nil, fmt.Errorf("attempts: %w", err)
 	}
-	defer rows.Close()
-	var out []*queue.Attempt
-	for rows.Next() {
-		a, err := scanAttempt(rows, false)
-		if err != nil {
-			return nil, fmt.Errorf("attempts: %w", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, func(r pgx.CollectableRow) (*queue.Attempt, error) { return scanAttempt(r, false) })
+	if err != nil {
 		return nil, fmt.Errorf("attempts: %w", err)
 	}
 	return out, nil
@@ -184,13 +168,7 @@ func (s *Store) Output(ctx context.Context, jobID string, number int) (*queue.At
 	query += ` ORDER BY seq DESC LIMIT 1`
 	a, err := scanAttempt(s.pool.QueryRow(ctx, query, args...), true)
 	if errors.Is(err, pgx.ErrNoRows) {
-		if _, gerr := s.GetJob(ctx, jobID); gerr != nil {
-			return nil, gerr
-		}
-		if number > 0 {
-			return nil, fmt.Errorf("job %q attempt %d: %w", jobID, number, queue.ErrNotFound)
-		}
-		return nil, fmt.Errorf("job %q has no finished attempt yet: %w", jobID, queue.ErrNotFound)
+		return nil, storekit.NoOutput(ctx, s.GetJob, jobID, number)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("output: %w", err)
@@ -204,18 +182,13 @@ func (s *Store) CountJobs(ctx context.Context) ([]queue.Count, error) {
 	if err != nil {
 		return nil, fmt.Errorf("count jobs: %w", err)
 	}
-	defer rows.Close()
-	var out []queue.Count
-	for rows.Next() {
-		var c queue.Count
+	out, err := collect(rows, func(r pgx.CollectableRow) (c queue.Count, err error) {
 		var st string
-		if err := rows.Scan(&c.Queue, &st, &c.N); err != nil {
-			return nil, fmt.Errorf("count jobs: %w", err)
-		}
+		err = r.Scan(&c.Queue, &st, &c.N)
 		c.State = queue.State(st)
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
+		return c, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("count jobs: %w", err)
 	}
 	return out, nil
@@ -228,21 +201,14 @@ func (s *Store) AttemptStats(ctx context.Context, since time.Time) ([]queue.Atte
 	if err != nil {
 		return nil, fmt.Errorf("attempt stats: %w", err)
 	}
-	defer rows.Close()
-	var out []queue.AttemptStat
-	for rows.Next() {
-		var a queue.AttemptStat
+	out, err := collect(rows, func(r pgx.CollectableRow) (a queue.AttemptStat, err error) {
 		var outcome string
 		var started, finished time.Time
-		if err := rows.Scan(&a.JobID, &a.Queue, &outcome, &started, &finished); err != nil {
-			return nil, fmt.Errorf("attempt stats: %w", err)
-		}
-		a.Outcome = queue.Outcome(outcome)
-		a.Duration = finished.Sub(started)
-		a.FinishedAt = finished.UTC()
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
+		err = r.Scan(&a.JobID, &a.Queue, &outcome, &started, &finished)
+		a.Outcome, a.Duration, a.FinishedAt = queue.Outcome(outcome), finished.Sub(started), finished.UTC()
+		return a, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("attempt stats: %w", err)
 	}
 	return out, nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/internal/storekit"
 )
 
 // RetryJobs implements queue.Store. It changes all named jobs or none.
@@ -111,23 +112,8 @@ func (s *Store) DiscardJobs(ctx context.Context, p queue.DiscardParams) ([]strin
 func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (queue.State, error) {
 	var was queue.State
 	err := s.write(ctx, true, func(tx *sql.Tx) error {
-		var state string
-		err := tx.QueryRowContext(ctx, `SELECT state FROM jobs WHERE id = ?`, id).Scan(&state)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("job %q: %w", id, queue.ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		was = queue.State(state)
-		action, err := queue.DecideCancel(id, was)
-		switch action {
-		case queue.CancelNow:
-			_, err = tx.ExecContext(ctx, `UPDATE jobs SET state = ?, error = ?, updated_at = ? WHERE id = ?`,
-				string(queue.StateCancelled), queue.CancelledByUser, toUS(now), id)
-		case queue.CancelRequest:
-			_, err = tx.ExecContext(ctx, `UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?`, toUS(now), id)
-		}
+		var err error
+		was, err = storekit.Cancel(ctx, cancelTx{tx}, id, now)
 		return err
 	})
 	if err != nil {
@@ -137,6 +123,29 @@ func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (queue.
 		s.wake.notify()
 	}
 	return was, nil
+}
+
+// cancelTx runs storekit.Cancel's steps in one write transaction.
+type cancelTx struct{ tx *sql.Tx }
+
+func (c cancelTx) JobState(ctx context.Context, id string) (queue.State, bool, error) {
+	var state string
+	err := c.tx.QueryRowContext(ctx, `SELECT state FROM jobs WHERE id = ?`, id).Scan(&state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	return queue.State(state), err == nil, err
+}
+
+func (c cancelTx) CancelNow(ctx context.Context, id, reason string, now time.Time) error {
+	_, err := c.tx.ExecContext(ctx, `UPDATE jobs SET state = ?, error = ?, updated_at = ? WHERE id = ?`,
+		string(queue.StateCancelled), reason, toUS(now), id)
+	return err
+}
+
+func (c cancelTx) RequestCancel(ctx context.Context, id string, now time.Time) error {
+	_, err := c.tx.ExecContext(ctx, `UPDATE jobs SET cancel_requested = 1, updated_at = ? WHERE id = ?`, toUS(now), id)
+	return err
 }
 
 // DeleteJobs implements queue.Store.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/internal/storekit"
 )
 
 // Heartbeat implements queue.Store.
@@ -53,13 +54,7 @@ func (s *Store) Heartbeat(ctx context.Context, p queue.HeartbeatParams) (queue.H
 		res.Lost, res.Cancel = queue.LeaseRenewal(p.Jobs, renewed)
 		return nil
 	})
-	if errors.Is(err, queue.ErrNotFound) {
-		return res, fmt.Errorf("heartbeat: worker %s: %w", p.Worker, queue.ErrNotFound)
-	}
-	if err != nil {
-		return res, fmt.Errorf("heartbeat: %w", err)
-	}
-	return res, nil
+	return res, storekit.HeartbeatError(p.Worker, err)
 }
 
 // RescueCandidates implements queue.Store.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/internal/storekit"
 )
 
 const jobColumns = `id, queue, command, state, priority, attempts, max_retries, timeout_us, backoff_base,
@@ -199,13 +200,7 @@ func (s *Store) Output(ctx context.Context, jobID string, number int) (*queue.At
 	query += ` ORDER BY rowid DESC LIMIT 1`
 	a, err := scanAttempt(s.readDB.QueryRowContext(ctx, query, args...), true)
 	if errors.Is(err, sql.ErrNoRows) {
-		if _, gerr := s.GetJob(ctx, jobID); gerr != nil {
-			return nil, gerr
-		}
-		if number > 0 {
-			return nil, fmt.Errorf("job %q attempt %d: %w", jobID, number, queue.ErrNotFound)
-		}
-		return nil, fmt.Errorf("job %q has no finished attempt yet: %w", jobID, queue.ErrNotFound)
+		return nil, storekit.NoOutput(ctx, s.GetJob, jobID, number)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("output: %w", describe(err))
