@@ -397,13 +397,25 @@ func TestEngineRescue(t *testing.T) {
 		}
 	})
 
-	t.Run("local worker from before a reboot is rescued at once", func(t *testing.T) {
+	t.Run("same host name with another boot id waits for the lease", func(t *testing.T) {
+		// A cloned VM or a container sharing this host's name: its pid
+		// means nothing here, so only its lease decides, even when that
+		// pid is not running on this host.
 		f := newFakeEngine(t)
-		j := claimBy(t, f, &queue.WorkerInfo{ID: "old-boot", PID: self, Host: host, BootID: bootID + "-before", ProcStart: selfStart}, 3)
-		f.clock.Set(t0.Add(time.Second))
+		pid, start := exitedPID(t)
+		j := claimBy(t, f, &queue.WorkerInfo{ID: "twin", PID: pid, Host: host, BootID: bootID + "-other", ProcStart: start}, 3)
+		f.clock.Set(t0.Add(29 * time.Second))
+		rescue(t, f, 0)
+		if got := getJob(t, f.store, j.ID); got.State != queue.StateProcessing || got.Worker != "twin" {
+			t.Fatalf("state %s worker %q before its lease ended, want processing by twin", got.State, got.Worker)
+		}
+		if ids := workerIDs(t, f); !slices.Contains(ids, "twin") {
+			t.Errorf("worker with another boot id unregistered while its heartbeat is fresh: %v", ids)
+		}
+		f.clock.Set(t0.Add(31 * time.Second))
 		rescue(t, f, 1)
-		if got := getJob(t, f.store, j.ID); got.State != queue.StateFailed {
-			t.Fatalf("state %s, want failed", got.State)
+		if got := getJob(t, f.store, j.ID); got.State != queue.StateFailed || got.Error != "worker lost: lease expired" {
+			t.Fatalf("state %s error %q, want failed after lease expiry", got.State, got.Error)
 		}
 	})
 

@@ -10,11 +10,15 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// rescuer sends the jobs of dead workers back through the retry path as
-// lost attempts: jobs whose lease expired, and jobs of workers certainly
-// gone (on this host, their process is gone; elsewhere, no heartbeat for two
-// leases). It kills what is left of a lost attempt on this host and
-// unregisters dead workers.
+// rescuer sends the jobs of lost workers back through the retry path as
+// lost attempts. Only the lease decides, with one exception, the same-host
+// fast path: a worker registered with this host's name and boot id (the
+// same process table) whose process is gone (pid and start time) is dead
+// at once, and its jobs are rescued before their lease ends. A worker on
+// another host, or on a host of the same name with another boot id (a
+// cloned VM, a container), is judged by its leases alone; after two leases
+// without a heartbeat it is unregistered. The rescuer kills what is left of
+// a lost attempt on this host and unregisters dead workers.
 type rescuer struct {
 	store   Store
 	clock   Clock
@@ -51,10 +55,18 @@ func (r *rescuer) rescueOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("list workers: %w", err)
 	}
-	dead := map[string]bool{}
+	dead := map[string]bool{} // local workers whose process is gone: their jobs are lost now
+	var gone []string         // workers to unregister: dead, or silent for two leases
 	for _, w := range workers {
-		if w.ID != r.me.ID && r.workerGone(w, now) {
-			dead[w.ID] = true
+		switch {
+		case w.ID == r.me.ID:
+		case r.local(w):
+			if !r.procs.Alive(w.PID, w.ProcStart) {
+				dead[w.ID] = true
+				gone = append(gone, w.ID)
+			}
+		case now.Sub(w.HeartbeatAt) > 2*r.lease:
+			gone = append(gone, w.ID)
 		}
 	}
 	cands, err := r.store.RescueCandidates(ctx, RescueParams{Now: now, Host: r.me.Host, BootID: r.me.BootID})
@@ -91,7 +103,7 @@ func (r *rescuer) rescueOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for id := range dead {
+	for _, id := range gone {
 		if err := r.store.UnregisterWorker(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
 			return n, fmt.Errorf("unregister dead worker: %w", err)
 		}
@@ -132,24 +144,21 @@ func (r *rescuer) record(ctx context.Context, fs []Finish) (int, error) {
 	return n, nil
 }
 
+// sameHost reports whether worker id is registered on this host and boot,
+// so that what is left of its attempts can be found here.
 func (r *rescuer) sameHost(ws []*WorkerInfo, id string) bool {
 	for _, w := range ws {
 		if w.ID == id {
-			return w.Host == r.me.Host && w.BootID == r.me.BootID
+			return r.local(w)
 		}
 	}
 	return false
 }
 
-// workerGone reports whether w is certainly dead: on this host, its process
-// is gone (or the host rebooted since); elsewhere, its heartbeat is older
-// than two leases.
-func (r *rescuer) workerGone(w *WorkerInfo, now time.Time) bool {
-	if w.Host == r.me.Host && r.me.BootID != "" {
-		if w.BootID != r.me.BootID {
-			return true
-		}
-		return !r.procs.Alive(w.PID, w.ProcStart)
-	}
-	return now.Sub(w.HeartbeatAt) > 2*r.lease
+// local reports whether w runs in this host's process table: the same host
+// name and the same, known boot id. Only then do its pid and start time
+// say anything about it; a host name alone can be shared by cloned VMs and
+// containers.
+func (r *rescuer) local(w *WorkerInfo) bool {
+	return r.me.BootID != "" && w.Host == r.me.Host && w.BootID == r.me.BootID
 }

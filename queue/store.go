@@ -34,8 +34,9 @@ type Store interface {
 	// to cancel, and whether the worker was asked to stop.
 	Heartbeat(ctx context.Context, p HeartbeatParams) (HeartbeatResult, error)
 
-	// RescueCandidates lists processing jobs whose lease expired before now,
-	// or whose worker runs on host/bootID (the caller checks its process).
+	// RescueCandidates lists processing jobs whose lease expired by now, or
+	// whose worker registered with host and bootID both (the caller checks
+	// its process).
 	RescueCandidates(ctx context.Context, p RescueParams) ([]*Job, error)
 
 	// NextRunAt returns the earliest run_at among runnable jobs in the given

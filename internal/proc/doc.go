@@ -8,7 +8,9 @@
 // The identity of a process is the pair (pid, start time); the identity of a
 // host run is its boot id. A pid recorded under a different boot id is
 // meaningless. Start times are opaque tokens, comparable only on the same
-// host and boot.
+// host and boot. In a container the boot id also names its pid namespace:
+// containers share the host's boot id and may share its host name, but a
+// pid recorded in one namespace is meaningless in another.
 //
 // It works fully on Linux (it reads /proc). On other Unix systems BootID
 // returns "", StartTime returns 0 for every existing process (so the

@@ -11,15 +11,30 @@ import (
 	"syscall"
 )
 
-// BootID returns an identifier of the current boot
-// (/proc/sys/kernel/random/boot_id, trimmed); "" if unknown.
+// BootID returns an identifier of the process table this process sees: the
+// current boot (/proc/sys/kernel/random/boot_id) and, when it is not the
+// host's first one, the pid namespace, as "BOOT" or "BOOT/pid:[INODE]";
+// "" if unknown. Containers share the host's boot id but not its pids, so
+// a pid recorded in one namespace says nothing about another.
 func BootID() string {
 	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(string(b))
+	id := strings.TrimSpace(string(b))
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	if ns != initPIDNamespace {
+		id += "/" + ns
+	}
+	return id
 }
+
+// initPIDNamespace is the link of the host's initial pid namespace, whose
+// inode number the kernel fixes (PROC_PID_INIT_INO).
+const initPIDNamespace = "pid:[4026531836]"
 
 // StartTime returns an opaque token for when process pid started: field 22
 // (starttime, in clock ticks since boot) of /proc/PID/stat. The error wraps

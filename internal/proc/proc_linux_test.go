@@ -27,8 +27,20 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 
 func TestBootID(t *testing.T) {
 	id := BootID()
-	if len(id) != 36 || strings.TrimSpace(id) != id {
-		t.Fatalf("BootID() = %q, want a trimmed 36-character uuid", id)
+	boot, ns, _ := strings.Cut(id, "/")
+	if len(boot) != 36 || strings.TrimSpace(id) != id {
+		t.Fatalf("BootID() = %q, want a trimmed 36-character uuid first", id)
+	}
+	self, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "" // the host's own pid namespace is not named
+	if self != initPIDNamespace {
+		want = self
+	}
+	if ns != want {
+		t.Fatalf("BootID() = %q names pid namespace %q, want %q (this process is in %s)", id, ns, want, self)
 	}
 	if again := BootID(); again != id {
 		t.Fatalf("BootID changed: %q then %q", id, again)

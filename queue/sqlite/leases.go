@@ -60,8 +60,8 @@ func (s *Store) Heartbeat(ctx context.Context, p queue.HeartbeatParams) (queue.H
 // RescueCandidates implements queue.Store.
 func (s *Store) RescueCandidates(ctx context.Context, p queue.RescueParams) ([]*queue.Job, error) {
 	rows, err := s.readDB.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs
-		WHERE state = 'processing' AND (lease_until <= ? OR worker IN (SELECT id FROM workers WHERE host = ?))`,
-		toUS(p.Now), p.Host)
+		WHERE state = 'processing' AND (lease_until <= ? OR worker IN (SELECT id FROM workers WHERE host = ? AND boot_id = ?))`,
+		toUS(p.Now), p.Host, p.BootID)
 	if err != nil {
 		return nil, fmt.Errorf("rescue candidates: %w", describe(err))
 	}
