@@ -93,6 +93,18 @@ func droppedMarker(n int64) string {
 func (c *capture) Bytes() []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.bytes()
+}
+
+// Snapshot returns the kept output so far (as Bytes) and how many bytes
+// were written in all, read together.
+func (c *capture) Snapshot() ([]byte, int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes(), c.total
+}
+
+func (c *capture) bytes() []byte {
 	if c.total == 0 {
 		return nil
 	}

@@ -91,6 +91,11 @@ type Command struct {
 	Dir     string         // working directory, "" = inherit
 	Timeout time.Duration  // 0 = none
 	OnStart func(pgid int) // called once, after the process (group leader) started, before waiting
+	// Live, when set, is called once after the process started with a
+	// function that returns the output kept so far (as Result.Output would
+	// hold it now) and how many bytes the command has written in all. That
+	// function may be called from any goroutine, also after Run returned.
+	Live func(read func() (output []byte, written int64))
 }
 
 // Result describes one finished run.
@@ -178,6 +183,9 @@ func (e *Executor) Run(ctx context.Context, c Command) Result {
 	}
 	if c.OnStart != nil {
 		onStart(c.OnStart, cmd, exited)
+	}
+	if c.Live != nil {
+		c.Live(out.Snapshot)
 	}
 
 	reaped, leaderDone := awaitEnd(ctx, timeout, exited, &res)

@@ -349,3 +349,41 @@ func TestOnStartPanicKillsGroup(t *testing.T) {
 	}()
 	assertGroupGone(t, pgid)
 }
+
+// Live reads the output while the command still runs.
+func TestLiveOutputWhileRunning(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reads := make(chan func() ([]byte, int64), 1)
+	done := make(chan Result, 1)
+	go func() {
+		done <- New(Config{KillGrace: time.Second}).Run(ctx, Command{Script: "echo one; exec sleep 30",
+			Live: func(read func() ([]byte, int64)) { reads <- read }})
+	}()
+	var read func() ([]byte, int64)
+	select {
+	case read = <-reads:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Live was not called")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, n := read()
+		if string(out) == "one\n" && n == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("live output %q (%d bytes written), want %q", out, n, "one\n")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case res := <-done:
+		t.Fatalf("Run returned while the command should still run: %+v", res)
+	default:
+	}
+	cancel()
+	if res := <-done; !res.Canceled || string(res.Output) != "one\n" {
+		t.Fatalf("after cancel: canceled=%v output %q", res.Canceled, res.Output)
+	}
+}

@@ -37,6 +37,7 @@ type EngineConfig struct {
 	Poll       time.Duration // fallback poll when idle; default 2s
 	Rescue     time.Duration // how often to look for lost jobs; default 2s
 	CancelPoll time.Duration // how often busy workers look for cancel requests; default 1s
+	LiveOutput time.Duration // how often a running attempt's new output is saved; default 1s
 	Retry      RetryPolicy
 	Clock      Clock
 	Log        zerolog.Logger
@@ -57,6 +58,9 @@ func (c *EngineConfig) defaults() {
 	}
 	if c.CancelPoll <= 0 {
 		c.CancelPoll = time.Second
+	}
+	if c.LiveOutput <= 0 {
+		c.LiveOutput = time.Second
 	}
 	if c.Clock == nil {
 		c.Clock = SystemClock()

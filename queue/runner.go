@@ -21,6 +21,10 @@ type RunSpec struct {
 	Env     []string // K=V entries added to the worker's environment
 	Dir     string
 	Timeout time.Duration
+	// Live, when set, is for the runner to call once the command started,
+	// with a function that returns the output so far and how many bytes
+	// the command has written in all (safe to call from any goroutine).
+	Live func(read func() (output []byte, written int64))
 }
 
 // RunResult is how an attempt ended, as the runner saw it.

@@ -157,7 +157,9 @@ func (e *Engine) runJob(ctx context.Context, r *runningJob) {
 	j := r.job
 	log := e.log.With().Str("job_id", j.ID).Str("queue", j.Queue).Int("attempt", j.Attempts).Logger()
 	log.Debug().Msg("job started")
-	res := e.runner.Run(ctx, RunSpec{Command: j.Command, Env: j.Environ(), Dir: j.Dir, Timeout: j.Timeout})
+	live := e.newLiveSaver(j, log)
+	res := e.runner.Run(ctx, RunSpec{Command: j.Command, Env: j.Environ(), Dir: j.Dir, Timeout: j.Timeout, Live: live.watch})
+	live.stop()
 	r.fence.Stop()
 	// The job stays in the running set until its outcome is recorded, so
 	// that this engine's rescuer cannot take a finished job for lost.

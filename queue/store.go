@@ -59,6 +59,13 @@ type Store interface {
 	Attempts(ctx context.Context, jobID string) ([]*Attempt, error)
 	// Output returns the captured output of one attempt (the latest when number is 0).
 	Output(ctx context.Context, jobID string, number int) (*Attempt, error)
+	// SaveLiveOutput stores what a running attempt has written so far,
+	// replacing what was saved before, while the claim (job, worker,
+	// attempt) holds; otherwise it does nothing. FinishJobs drops it.
+	SaveLiveOutput(ctx context.Context, p LiveOutput) error
+	// LiveOutput returns what the job's running attempt has written so far:
+	// ErrNotFound when the job is not running or nothing is saved yet.
+	LiveOutput(ctx context.Context, jobID string) (*LiveOutput, error)
 	CountJobs(ctx context.Context) ([]Count, error)
 	// AttemptStats returns finished attempts since the given time, for stats.
 	AttemptStats(ctx context.Context, since time.Time) ([]AttemptStat, error)
@@ -168,6 +175,30 @@ type ListParams struct {
 	// the pages. An unknown id is ErrNotFound.
 	After string
 	Limit int
+}
+
+// LiveOutput is the output of a running attempt so far: at most the last
+// LiveOutputMax bytes of it, and how many bytes the attempt has written.
+type LiveOutput struct {
+	JobID     string
+	Worker    string // the claim that must still hold
+	Attempt   int
+	Output    []byte
+	Written   int64
+	UpdatedAt time.Time
+}
+
+// LiveOutputMax bounds the live output a worker saves: the tail a person
+// follows, not the record (the whole capped output is stored when the
+// attempt ends).
+const LiveOutputMax = 64 << 10
+
+// LiveTail is the end of b that a store keeps as live output.
+func LiveTail(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b[max(0, len(b)-LiveOutputMax):]
 }
 
 // Count is the number of jobs in one queue and state.

@@ -1,7 +1,10 @@
 package web
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -22,10 +25,46 @@ type outputEvent struct {
 	Dropped int64  `json:"dropped"`
 }
 
+// liveEvent carries the output of the running attempt so far: its last
+// 64 KiB, cleaned like every output shown, and the bytes written in all.
+type liveEvent struct {
+	Attempt int    `json:"attempt"`
+	Output  string `json:"output"`
+	Written int64  `json:"written"`
+}
+
+// newLiveEvent cleans a live output; a tail that starts mid-line starts at
+// the next line instead, so no cut escape sequence shows.
+func newLiveEvent(l *queue.LiveOutput) liveEvent {
+	out := l.Output
+	if l.Written > int64(len(out)) {
+		if i := bytes.IndexByte(out, '\n'); i >= 0 {
+			out = out[i+1:]
+		}
+	}
+	return liveEvent{Attempt: l.Attempt, Output: cleanOutput(out), Written: l.Written}
+}
+
+// liveOutput is the job's running attempt's output so far, or nil.
+func (s *Server) liveOutput(ctx context.Context, j *queue.Job) (*liveEvent, error) {
+	if j.State != queue.StateProcessing {
+		return nil, nil
+	}
+	l, err := s.cfg.Store.LiveOutput(ctx, j.ID)
+	if errors.Is(err, queue.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ev := newLiveEvent(l)
+	return &ev, nil
+}
+
 // jobEvents streams a job as server-sent events: "job" (its JSON, whenever
-// it changes), "output" (each attempt's output as the attempt ends) and
-// "end" once the job is finished. Workers store output when an attempt
-// ends, so a running attempt's output arrives then.
+// it changes), "live" (the running attempt's output so far, whenever it
+// grows; workers save it about once a second), "output" (each attempt's
+// whole output as the attempt ends) and "end" once the job is finished.
 func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ctx := r.Context()
@@ -49,6 +88,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	sentOutputs := 0
 	lastSeen := time.Time{}
+	var lastLive liveEvent
 	deadline := time.Now().Add(eventMaxLife)
 	keepAlive := time.Now().Add(eventKeepAlive)
 	for {
@@ -72,6 +112,14 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 			}
 			if j.State.Finished() {
 				send("end", map[string]queue.State{"state": j.State})
+				return
+			}
+		}
+		if live, err := s.liveOutput(ctx, j); err != nil {
+			return
+		} else if live != nil && (live.Attempt != lastLive.Attempt || live.Written != lastLive.Written) {
+			lastLive = *live
+			if !send("live", live) {
 				return
 			}
 		}

@@ -120,6 +120,7 @@ type jobData struct {
 	Detail  view.JobDetail
 	Outputs []attemptOutput
 	Live    bool
+	Running *liveEvent // the running attempt's output so far
 }
 
 type attemptOutput struct {
@@ -138,6 +139,9 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) error {
 	}
 	d := jobData{Job: j, Live: !j.State.Finished()}
 	if d.Detail, err = s.jobDetail(ctx, id, identityOf(r).role); err != nil {
+		return err
+	}
+	if d.Running, err = s.liveOutput(ctx, j); err != nil {
 		return err
 	}
 	// The newest attempts first, their output cleaned of terminal escapes.

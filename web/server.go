@@ -8,8 +8,9 @@
 // output. Templates, styles, script and charts are embedded: the binary
 // needs no network at run time. Charts are SVG rendered on the server.
 //
-// Caveats: live output follows an attempt's state and shows its output once
-// the attempt has ended, because workers store output when an attempt ends.
+// Live output: workers save a running attempt's output (its last 64 KiB)
+// about once a second while it grows; the job page and the events stream
+// follow that, from any process on the same database.
 package web
 
 import (

@@ -148,17 +148,22 @@ job "heartbeat" {
 
 	// A job enqueued from the CLI appears on the jobs page without a reload.
 	step(t, ctx, "open jobs", chromedp.Navigate(s.url+"/jobs"), chromedp.WaitVisible(chromedp.CSS(`a[href="/jobs/seed-a"]`)))
-	c.ok("enqueue", "--id", "live-job", "--command", "echo step 1; sleep 2; echo step 2 finished")
+	// The job runs until the test opens its gate, so its output is watched
+	// while it runs.
+	gate := filepath.Join(c.home, "gate")
+	c.ok("enqueue", "--id", "live-job", "--command", "echo step 1; while [ ! -e '"+gate+"' ]; do sleep 0.05; done; echo step 2 finished")
 	step(t, ctx, "see the new job without reload", chromedp.WaitVisible(chromedp.CSS(`a[href="/jobs/live-job"]`)))
 	screenshot(t, ctx, "jobs")
 
 	// Open it and watch its output arrive.
 	step(t, ctx, "open the job", chromedp.Click(chromedp.CSS(`a[href="/jobs/live-job"]`)), chromedp.WaitVisible(chromedp.CSS(`#job-state`)))
-	step(t, ctx, "watch its output", chromedp.WaitVisible(chromedp.CSS(`#output-1`)))
-	out := value(t, ctx, "output text", chromedp.Text(chromedp.CSS(`#output-1`)))
-	if !strings.Contains(out, "step 2 finished") {
-		t.Errorf("output shown: %q", out)
+	step(t, ctx, "watch its output while it runs", chromedp.WaitVisible(`//pre[@id="output-live"][contains(text(), "step 1")]`))
+	if state := value(t, ctx, "state", chromedp.Text(chromedp.CSS(`#job-state`))); state != "processing" {
+		t.Errorf("live output shown while the job is %q", state)
 	}
+	screenshot(t, ctx, "job-running")
+	writeFile(t, gate, "")
+	step(t, ctx, "see it finish without reload", chromedp.WaitVisible(`//pre[@id="output-1"][contains(text(), "step 2 finished")]`))
 	screenshot(t, ctx, "job")
 
 	// Retry a dead job from the dead-letter queue.

@@ -18,7 +18,7 @@ type shellRunner struct {
 var _ queue.Runner = shellRunner{}
 
 func (r shellRunner) Run(ctx context.Context, s queue.RunSpec) queue.RunResult {
-	res := r.exec.Run(ctx, executor.Command{Script: s.Command, Env: append(slices.Clip(r.env), s.Env...), Dir: s.Dir, Timeout: s.Timeout})
+	res := r.exec.Run(ctx, executor.Command{Script: s.Command, Env: append(slices.Clip(r.env), s.Env...), Dir: s.Dir, Timeout: s.Timeout, Live: s.Live})
 	return queue.RunResult{
 		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, Canceled: res.Canceled,
 		StartErr: res.StartErr, Output: res.Output, Dropped: res.Dropped, Started: res.Started, Finished: res.Finished,

@@ -11,7 +11,8 @@ import (
 // finishJob updates the job if the claim still holds (see queue's lifecycle
 // for the races it settles) and, only then, writes the history row: one
 // statement per finish. With a cancel request pending it records the
-// alternative the lifecycle decided ($22, $23).
+// alternative the lifecycle decided ($22, $23). The attempt's live output
+// goes: its whole output is now in the history.
 const finishJob = `WITH u AS (
 		UPDATE jobs SET
 			state = CASE WHEN cancel_requested THEN $22::text ELSE $1::text END,
@@ -20,7 +21,8 @@ const finishJob = `WITH u AS (
 			updated_at = $7, lease_until = NULL, cancel_requested = false
 		WHERE id = $8 AND worker = $9 AND attempts = $10 AND state = 'processing'
 			AND ($21::timestamptz IS NULL OR lease_until <= $21::timestamptz)
-		RETURNING id)
+		RETURNING id),
+	live AS (DELETE FROM live_output WHERE job_id IN (SELECT id FROM u))
 	INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome, worker, error,
 		output, dropped)
 	SELECT id, $11::integer, $12::timestamptz, $13::timestamptz, $14::integer, $15::text, $16::text, $17::text,

@@ -34,6 +34,10 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 		if err != nil {
 			return err
 		}
+		dropLive, err := s.stmt(ctx, tx, `DELETE FROM live_output WHERE job_id = ?`)
+		if err != nil {
+			return err
+		}
 		for i, f := range fs {
 			applied[i] = false
 			cState, cErr := f.IfCancelRequested()
@@ -51,6 +55,10 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 			_, err = ins.ExecContext(ctx, f.JobID, r.Number, toUSNull(r.StartedAt), toUS(r.FinishedAt), nullInt(r.ExitCode),
 				nullString(r.Signal), string(r.Outcome), nullString(r.Worker), nullString(r.Error), r.Output, r.Dropped)
 			if err != nil {
+				return err
+			}
+			// The attempt's whole output is now in its history.
+			if _, err := dropLive.ExecContext(ctx, f.JobID); err != nil {
 				return err
 			}
 			if f.State.Runnable() {

@@ -1,8 +1,9 @@
 // Package storetest is the conformance suite every queue.Store must pass on
 // a real database: claim order and exclusivity, retry scheduling, the
 // dead-letter transition, lease-expiry rescue, heartbeats, cancellation,
-// history and output, cleanup, config, the worker registry, declared queues
-// and recurring-job templates (one job per slot, overlap policies).
+// history and output, live output of running attempts, cleanup, config,
+// the worker registry, declared queues and recurring-job templates (one job
+// per slot, overlap policies).
 //
 // A store package runs it with storetest.Run(t, open), where open returns
 // a function that opens a new handle on one fresh, empty database per test
@@ -60,6 +61,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"RetryDeadByQueue", testRetryDeadByQueue},
 		{"ListSearchAndCursor", testListSearchAndCursor},
 		{"Metrics", testMetrics},
+		{"LiveOutput", testLiveOutput},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

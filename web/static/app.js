@@ -49,8 +49,12 @@
           var k = d.getAttribute("data-keep");
           if (k in open) { d.open = open[k]; }
         });
+        var oldPre = document.getElementById("output-live");
+        var follow = oldPre && oldPre.scrollTop + oldPre.clientHeight >= oldPre.scrollHeight - 4;
         live.replaceWith(fresh);
         live = fresh;
+        var newPre = document.getElementById("output-live");
+        if (follow && newPre) { newPre.scrollTop = newPre.scrollHeight; }
         var flash = doc.querySelector(".flash");
         if (!flash) {
           var old = document.querySelector(".flash");
@@ -73,6 +77,20 @@
     source = new EventSource(events);
     source.addEventListener("job", refresh);
     source.addEventListener("output", refresh);
+    // The running attempt's output so far: set as text, never as markup.
+    source.addEventListener("live", function (ev) {
+      var pre = document.getElementById("output-live");
+      var note = document.getElementById("output-live-note");
+      var data;
+      try { data = JSON.parse(ev.data); } catch (e) { return; }
+      if (!pre || String(data.attempt) !== pre.getAttribute("data-attempt")) { refresh(); return; }
+      var atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+      pre.textContent = data.output;
+      if (atEnd) { pre.scrollTop = pre.scrollHeight; }
+      if (note) {
+        note.textContent = data.written + " bytes written" + (data.written > 65536 ? "; the last 64 KiB shown" : "");
+      }
+    });
     source.addEventListener("end", function () { stopEvents(); refresh(); });
   }
   window.setInterval(refresh, 3000);
