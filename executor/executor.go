@@ -108,7 +108,7 @@ type Result struct {
 	Output   []byte    // combined stdout+stderr (one pipe, interleaved), capped
 	Dropped  int64     // bytes dropped by the cap (0 if none)
 	Started  time.Time // UTC
-	Finished time.Time // UTC
+	Finished time.Time // UTC; Started plus the run time on the monotonic clock
 
 	// PID is the shell's pid, which is also the process group id; 0 if the
 	// process never started.
@@ -157,11 +157,12 @@ func (e *Executor) Config() Config {
 // about KillGrace. If ctx is already done, nothing is started and the Result
 // has Canceled set and StartErr wrapping ctx.Err().
 func (e *Executor) Run(ctx context.Context, c Command) Result {
-	res := Result{ExitCode: -1, Started: time.Now().UTC()}
+	began := time.Now() // monotonic: the run time is measured on this host alone
+	res := Result{ExitCode: -1, Started: began.UTC()}
 	cmd, pr, err := e.start(ctx, c, &res)
 	if err != nil {
 		res.StartErr = err
-		res.Finished = time.Now().UTC()
+		res.Finished = res.Started.Add(time.Since(began))
 		return res
 	}
 	defer pr.Close()
@@ -201,7 +202,9 @@ func (e *Executor) Run(ctx context.Context, c Command) Result {
 	if !reaped {
 		_ = cmd.Wait() // exit status is taken from ProcessState below
 	}
-	res.Finished = time.Now().UTC()
+	// Finished - Started is the monotonic run time, whatever the wall
+	// clock did meanwhile (a step, a leap second, NTP slewing).
+	res.Finished = res.Started.Add(time.Since(began))
 	res.Output = out.Bytes()
 	res.Dropped = out.Dropped()
 	if st := cmd.ProcessState; st != nil {
@@ -237,7 +240,6 @@ func (e *Executor) start(ctx context.Context, c Command, res *Result) (*exec.Cmd
 	cmd.Stdout, cmd.Stderr = pw, pw // *os.File: the child writes straight into our pipe
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
-	res.Started = time.Now().UTC()
 	err = cmd.Start()
 	pw.Close() // only the child (and its descendants) hold the write end now
 	if err != nil {

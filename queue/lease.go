@@ -37,12 +37,12 @@ func (k *leaseKeeper) Stop() { k.svc.stop() }
 
 func (k *leaseKeeper) loop(ctx context.Context) {
 	every := k.lease / 3
-	last := k.clock.Now()
+	last := time.Now() // monotonic: a step of the wall clock changes no cadence
 	repeat(ctx, k.cancelPoll, k.wake, func(ctx context.Context) time.Duration {
 		ids := k.running.ids()
 		// Idle workers renew only their registration, every Lease/3; busy
 		// ones also look for cancel requests every CancelPoll.
-		if now := k.clock.Now(); len(ids) > 0 || now.Sub(last) >= every {
+		if now := time.Now(); len(ids) > 0 || now.Sub(last) >= every {
 			if err := k.heartbeat(ctx, ids); err != nil && ctx.Err() == nil {
 				k.log.Warn().Err(err).Msg("heartbeat")
 			} else {

@@ -50,7 +50,10 @@ func (r *rescuer) loop(ctx context.Context) {
 
 // rescueOnce makes one pass and returns how many jobs it rescued.
 func (r *rescuer) rescueOnce(ctx context.Context) (int, error) {
-	now := r.clock.Now()
+	now, err := r.now(ctx)
+	if err != nil {
+		return 0, err
+	}
 	workers, err := r.store.ListWorkers(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("list workers: %w", err)
@@ -109,6 +112,20 @@ func (r *rescuer) rescueOnce(ctx context.Context) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// now is the time leases and heartbeats are compared with: the database's
+// when the store keeps leases on its own clock, else this worker's.
+func (r *rescuer) now(ctx context.Context) (time.Time, error) {
+	dc, ok := r.store.(DatabaseClock)
+	if !ok {
+		return r.clock.Now(), nil
+	}
+	now, err := dc.DatabaseNow(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the database clock: %w", err)
+	}
+	return now, nil
 }
 
 // killLeftovers kills what is left of j's lost attempt on this host: every

@@ -115,13 +115,25 @@ type Store interface {
 	Close() error
 }
 
+// DatabaseClock is a Store whose leases run on the database server's clock
+// (PostgreSQL, shared by workers on hosts whose clocks may disagree).
+// ClaimJobs and Heartbeat start each lease at the database's time and take
+// only its length from the caller (LeaseUntil minus Now), and worker
+// heartbeats are stamped with that time too; the rescuer reads DatabaseNow
+// and compares leases and heartbeats with it, so a skewed host clock can
+// neither shorten a lease nor make a live worker look silent. A store
+// without it (SQLite, on one host) uses the times its callers pass.
+type DatabaseClock interface {
+	DatabaseNow(ctx context.Context) (time.Time, error)
+}
+
 // ClaimParams selects and leases jobs for one worker.
 type ClaimParams struct {
 	Worker     string
 	Queues     []string // empty: every queue
 	Limit      int
 	Now        time.Time
-	LeaseUntil time.Time
+	LeaseUntil time.Time // Now plus the lease (see DatabaseClock)
 }
 
 // Finish is the outcome of one attempt and the state it moves the job to.
@@ -147,7 +159,7 @@ type HeartbeatParams struct {
 	Worker     string
 	Jobs       []string
 	Now        time.Time
-	LeaseUntil time.Time
+	LeaseUntil time.Time // Now plus the lease (see DatabaseClock)
 }
 
 // HeartbeatResult tells a worker what changed under it.

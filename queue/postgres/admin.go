@@ -218,10 +218,11 @@ func (s *Store) batch(ctx context.Context, match, change string, limit int, dryR
 
 // RegisterWorker implements queue.Store (an upsert).
 func (s *Store) RegisterWorker(ctx context.Context, w *queue.WorkerInfo) error {
+	// The heartbeat is stamped on the database's clock (queue.DatabaseClock).
 	_, err := s.pool.Exec(ctx, `INSERT INTO workers (id, pid, host, boot_id, proc_start, queues, started_at, heartbeat_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, now())
 		ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`,
-		w.ID, w.PID, w.Host, w.BootID, int64(w.ProcStart), w.Queues, w.StartedAt, w.HeartbeatAt)
+		w.ID, w.PID, w.Host, w.BootID, int64(w.ProcStart), w.Queues, w.StartedAt)
 	if err != nil {
 		return fmt.Errorf("register worker: %w", err)
 	}

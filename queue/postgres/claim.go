@@ -17,7 +17,8 @@ import (
 // statement knows how few rows the CTE yields and joins them through the
 // primary key (with LIMIT $n it may plan to hash the whole table). Its
 // parameters: $1 now, $2 worker, $3 lease until, then $4 the queue (one)
-// or the queues (several).
+// or the queues (several). The lease starts at the database's now(), for
+// $3 - $1 (queue.DatabaseClock).
 func claimSQL(queues []string, limit int) string {
 	filter := ""
 	switch {
@@ -33,7 +34,7 @@ func claimSQL(queues []string, limit int) string {
 		LIMIT ` + strconv.Itoa(limit) + `
 		FOR UPDATE SKIP LOCKED)
 	UPDATE jobs j SET state = 'processing', attempts = j.attempts + 1, worker = $2, started_at = $1,
-		finished_at = NULL, lease_until = $3, updated_at = $1,
+		finished_at = NULL, lease_until = now() + ($3::timestamptz - $1::timestamptz), updated_at = $1,
 		cancel_requested = false
 	FROM c WHERE j.id = c.id
 	RETURNING ` + jobColumns("j.") + `, j.seq`

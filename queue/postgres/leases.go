@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/queue"
@@ -15,8 +16,10 @@ func (s *Store) Heartbeat(ctx context.Context, p queue.HeartbeatParams) (queue.H
 	var res queue.HeartbeatResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		res = queue.HeartbeatResult{}
-		err := tx.QueryRow(ctx, `UPDATE workers SET heartbeat_at = $1 WHERE id = $2 RETURNING stop_requested`,
-			p.Now, p.Worker).Scan(&res.StopRequested)
+		// Leases and heartbeats run on the database's clock
+		// (queue.DatabaseClock): only the lease's length comes from the worker.
+		err := tx.QueryRow(ctx, `UPDATE workers SET heartbeat_at = now() WHERE id = $1 RETURNING stop_requested`,
+			p.Worker).Scan(&res.StopRequested)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return queue.ErrNotFound
 		}
@@ -28,8 +31,8 @@ func (s *Store) Heartbeat(ctx context.Context, p queue.HeartbeatParams) (queue.H
 		}
 		// An expired lease is not renewed: a rescuer may have taken the
 		// job, and the worker must stop it (it is reported lost).
-		rows, err := tx.Query(ctx, `UPDATE jobs SET lease_until = $1
-			WHERE id = ANY($2) AND worker = $3 AND state = 'processing' AND lease_until > $4
+		rows, err := tx.Query(ctx, `UPDATE jobs SET lease_until = now() + ($1::timestamptz - $4::timestamptz)
+			WHERE id = ANY($2) AND worker = $3 AND state = 'processing' AND lease_until > now()
 			RETURNING id, cancel_requested`, p.LeaseUntil, p.Jobs, p.Worker, p.Now)
 		if err != nil {
 			return err
@@ -48,6 +51,15 @@ func (s *Store) Heartbeat(ctx context.Context, p queue.HeartbeatParams) (queue.H
 		return nil
 	})
 	return res, storekit.HeartbeatError(p.Worker, err)
+}
+
+// DatabaseNow implements queue.DatabaseClock: the server's now().
+func (s *Store) DatabaseNow(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		return time.Time{}, fmt.Errorf("database clock: %w", err)
+	}
+	return now.UTC(), nil
 }
 
 // RescueCandidates implements queue.Store.

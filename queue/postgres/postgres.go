@@ -45,7 +45,10 @@ import (
 	"github.com/queuectl/queuectl/queue"
 )
 
-var _ queue.Store = (*Store)(nil)
+var (
+	_ queue.Store         = (*Store)(nil)
+	_ queue.DatabaseClock = (*Store)(nil)
+)
 
 // defaultAppName is the application_name of pool connections unless the URL
 // sets one; the listener connection appends listenSuffix.

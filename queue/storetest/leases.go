@@ -11,17 +11,18 @@ import (
 func testLeaseRescue(t *testing.T, open Opener) {
 	s := open(t)
 	insert(t, s, job(t, "a", nil))
-	j := claim(t, s, "gone-worker", 1, t0)[0] // lease until t0+30s
-	p := queue.RescueParams{Now: t0.Add(29 * time.Second), Host: "other-host"}
+	base := storeNow(t, s)
+	j := claim(t, s, "gone-worker", 1, base)[0] // lease until base+30s (or a little later)
+	p := queue.RescueParams{Now: base.Add(29 * time.Second), Host: "other-host"}
 	if c, err := s.RescueCandidates(ctx(t), p); err != nil || len(c) != 0 {
 		t.Fatalf("lease still valid: candidates %v err %v", ids(c), err)
 	}
-	p.Now = t0.Add(31 * time.Second)
+	p.Now = j.LeaseUntil.Add(time.Second)
 	c, err := s.RescueCandidates(ctx(t), p)
 	if err != nil || !equal(ids(c), []string{"a"}) {
 		t.Fatalf("expired lease: candidates %v err %v", ids(c), err)
 	}
-	f := finish(t, s, c[0], j.Worker, queue.End{Outcome: queue.OutcomeLost, Error: "worker lost", Started: t0, Finished: p.Now}, p.Now)
+	f := finish(t, s, c[0], j.Worker, queue.End{Outcome: queue.OutcomeLost, Error: "worker lost", Started: base, Finished: p.Now}, p.Now)
 	if f.State != queue.StateFailed {
 		t.Fatalf("a lost attempt with retries left goes to failed, got %s", f.State)
 	}
@@ -39,20 +40,21 @@ func testHeartbeat(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	insert(t, s, job(t, "a", nil), job(t, "b", nil))
-	claim(t, s, "w", 2, t0)
+	base := storeNow(t, s)
+	claim(t, s, "w", 2, base)
 	if _, err := s.CancelJob(ctx(t), "b", t0); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Heartbeat(ctx(t), queue.HeartbeatParams{Worker: "w", Jobs: []string{"a", "b", "ghost"}, Now: t0.Add(20 * time.Second), LeaseUntil: t0.Add(50 * time.Second)})
+	before := storeNow(t, s)
+	now := base.Add(20 * time.Second)
+	res, err := s.Heartbeat(ctx(t), queue.HeartbeatParams{Worker: "w", Jobs: []string{"a", "b", "ghost"}, Now: now, LeaseUntil: now.Add(50 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !equal(res.Lost, []string{"ghost"}) || !equal(res.Cancel, []string{"b"}) || res.StopRequested {
 		t.Fatalf("heartbeat result: %+v", res)
 	}
-	if got := get(t, s, "a"); !got.LeaseUntil.Equal(t0.Add(50 * time.Second)) {
-		t.Fatalf("lease not renewed: %v", got.LeaseUntil)
-	}
+	checkLease(t, s, get(t, s, "a").LeaseUntil, now, before, 50*time.Second)
 	if err := s.RequestStop(ctx(t), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -70,20 +72,25 @@ func testExpiredLeaseIsNotRenewed(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	insert(t, s, job(t, "a", nil), job(t, "b", nil))
-	claim(t, s, "slow", 2, t0) // leases until t0+30s
-	late := t0.Add(31 * time.Second)
+	base := storeNow(t, s)
+	// Short leases, so that a store on the database's clock sees them end.
+	claimed, err := s.ClaimJobs(ctx(t), queue.ClaimParams{Worker: "slow", Limit: 2, Now: base, LeaseUntil: base.Add(10 * time.Millisecond)})
+	if err != nil || len(claimed) != 2 {
+		t.Fatalf("claim: %d jobs, %v", len(claimed), err)
+	}
+	late := storeTimeAfter(t, s, get(t, s, "a").LeaseUntil)
 	res, err := s.Heartbeat(ctx(t), queue.HeartbeatParams{Worker: "slow", Jobs: []string{"a", "b"}, Now: late, LeaseUntil: late.Add(30 * time.Second)})
 	if err != nil || len(res.Lost) != 2 {
 		t.Fatalf("heartbeat after expiry: %+v %v, want both lost", res, err)
 	}
 	// A rescue that requires an expired lease loses to a renewal.
 	insert(t, s, job(t, "r", nil))
-	r := claim(t, s, "slow", 1, t0)[0]
-	if _, err := s.Heartbeat(ctx(t), queue.HeartbeatParams{Worker: "slow", Jobs: []string{"r"}, Now: t0.Add(10 * time.Second), LeaseUntil: t0.Add(60 * time.Second)}); err != nil {
+	r := claim(t, s, "slow", 1, base)[0]
+	if _, err := s.Heartbeat(ctx(t), queue.HeartbeatParams{Worker: "slow", Jobs: []string{"r"}, Now: base.Add(10 * time.Second), LeaseUntil: base.Add(60 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	f := queue.RetryPolicy{}.Decide(r, "slow", queue.End{Outcome: queue.OutcomeLost, Started: t0, Finished: t0}, t0.Add(40*time.Second))
-	f.LeaseExpiredBy = t0.Add(40 * time.Second)
+	f := queue.RetryPolicy{}.Decide(r, "slow", queue.End{Outcome: queue.OutcomeLost, Started: base, Finished: base}, base.Add(40*time.Second))
+	f.LeaseExpiredBy = base.Add(40 * time.Second)
 	if applied, err := s.FinishJobs(ctx(t), []queue.Finish{f}); err != nil || applied[0] {
 		t.Fatalf("rescue of a renewed lease: applied %v err %v, want skipped", applied, err)
 	}

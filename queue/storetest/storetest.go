@@ -109,6 +109,59 @@ func claim(t *testing.T, s queue.Store, worker string, n int, now time.Time, que
 	return jobs
 }
 
+// storeNow is the time a test's leases count from: the database's clock on
+// a store that keeps leases on it (queue.DatabaseClock), else t0.
+func storeNow(t *testing.T, s queue.Store) time.Time {
+	t.Helper()
+	dc, ok := s.(queue.DatabaseClock)
+	if !ok {
+		return t0
+	}
+	now, err := dc.DatabaseNow(ctx(t))
+	if err != nil {
+		t.Fatalf("database clock: %v", err)
+	}
+	return now
+}
+
+// storeTimeAfter returns a time after tm on the store's clock: on a store
+// with a clock of its own it waits until that clock has passed tm; on the
+// others, whose clock is the caller's, it is tm plus a second.
+func storeTimeAfter(t *testing.T, s queue.Store, tm time.Time) time.Time {
+	t.Helper()
+	if _, ok := s.(queue.DatabaseClock); !ok {
+		return tm.Add(time.Second)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if now := storeNow(t, s); now.After(tm) {
+			return now
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the database clock did not pass %v", tm)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// checkLease fails unless a lease of length lease, set by a call given the
+// time from, ends where it should: at from+lease on a store that uses the
+// caller's times, or lease after the database's time of the call (between
+// before, read just before it, and now) on a store with a clock of its own.
+func checkLease(t *testing.T, s queue.Store, got, from, before time.Time, lease time.Duration) {
+	t.Helper()
+	if _, ok := s.(queue.DatabaseClock); !ok {
+		if !got.Equal(from.Add(lease)) {
+			t.Fatalf("lease until %v, want %v", got, from.Add(lease))
+		}
+		return
+	}
+	after := storeNow(t, s)
+	if got.Before(before.Add(lease)) || got.After(after.Add(lease)) {
+		t.Fatalf("lease until %v, want %s after the database's time of the call (%v to %v)", got, lease, before, after)
+	}
+}
+
 func ids(jobs []*queue.Job) []string {
 	out := make([]string, len(jobs))
 	for i, j := range jobs {
