@@ -188,8 +188,10 @@ func TestE2EJobCompletes(t *testing.T) {
 	if out := c.ok("output", "job1"); out != "hello\n" {
 		t.Fatalf("output = %q", out)
 	}
-	if _, err := os.Stat(filepath.Join(c.home, "logs", "worker-"+pids[0]+".log")); err != nil {
-		t.Fatalf("worker log: %v", err)
+	// The worker logs JSON through its rotating log file.
+	b, err := os.ReadFile(filepath.Join(c.home, "logs", "worker-"+pids[0]+".log"))
+	if err != nil || !strings.Contains(string(b), `"message":"worker starting"`) {
+		t.Fatalf("worker log: %v\n%s", err, b)
 	}
 }
 
@@ -485,6 +487,8 @@ func TestE2EBadInput(t *testing.T) {
 		{"unknown subcommand flag", []string{"worker", "start", "--bogus"}, 2, "bogus"},
 		{"bad log level", []string{"--log-level", "bogus", "status"}, 2, "--log-level"},
 		{"bad log format", []string{"status", "--log-format", "bogus"}, 2, "--log-format"},
+		{"log size zero", []string{"worker", "start", "--log-max-size", "0"}, 2, "--log-max-size 0"},
+		{"no log backups", []string{"worker", "start", "--log-backups", "0"}, 2, "--log-backups 0"},
 		{"flag not a number", []string{"list", "--limit", "x"}, 2, `invalid argument "x" for "--limit" flag: want a whole number`},
 		{"reserved env key", []string{"enqueue", `{"command":"true","env":{"QUEUECTL_JOB_ID":"x"}}`}, 2, "QUEUECTL_JOB_ID"},
 		{"env value with NUL", []string{"enqueue", `{"command":"true","env":{"A":"x\u0000"}}`}, 2, "env"},

@@ -43,6 +43,11 @@ type workerOptions struct {
 	kill   time.Duration
 	jitter float64
 
+	// Detached workers log through a rotating file in logDir (worker run's
+	// hidden --log-dir, set by worker start).
+	logDir   string
+	rotation supervise.LogRotation
+
 	cpuProfile string
 }
 
@@ -54,6 +59,8 @@ func (o *workerOptions) flags(cmd *cobra.Command) {
 	f.DurationVar(&o.poll, "poll", 2*time.Second, "fallback poll interval when idle (wake-ups normally start jobs at once)")
 	f.DurationVar(&o.kill, "kill-grace", 5*time.Second, "on timeout or stop, how long a job has between SIGTERM and SIGKILL")
 	retryJitterFlag(f, &o.jitter)
+	f.IntVar(&o.rotation.MaxSizeMB, "log-max-size", supervise.DefaultLogRotation.MaxSizeMB, "detached workers: start a new log file when the current one reaches this many megabytes")
+	f.IntVar(&o.rotation.Backups, "log-backups", supervise.DefaultLogRotation.Backups, "detached workers: how many rotated log files each worker keeps")
 }
 
 func retryJitterFlag(f *pflag.FlagSet, v *float64) {
@@ -83,11 +90,21 @@ func (a *app) workerRunCmd() *cobra.Command {
 	o.flags(cmd)
 	cmd.Flags().IntVar(&o.slots, "slots", 1, "jobs this process runs at once")
 	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this worker to the file (for performance work)")
+	cmd.Flags().StringVar(&o.logDir, "log-dir", "", "log to a rotating file worker-PID.log in this directory instead of stderr")
 	return cmd
 }
 
 func (a *app) runWorker(ctx context.Context, o *workerOptions) error {
-	log, err := a.logger(a.stderr)
+	if err := o.rotation.Check(); err != nil {
+		return usageError{err}
+	}
+	var logOut io.Writer = a.stderr
+	if o.logDir != "" {
+		w := supervise.OpenLog(o.logDir, os.Getpid(), o.rotation)
+		defer w.Close()
+		logOut = w
+	}
+	log, err := a.logger(logOut)
 	if err != nil {
 		return err
 	}
@@ -135,8 +152,9 @@ func (a *app) workerStartCmd() *cobra.Command {
 		Short: "Start worker processes",
 		Long: `Start N worker processes, each running one job at a time.
 
-By default they detach, log to $QUEUECTL_HOME/logs/, and the command returns
-once they are registered, printing their pids. With --foreground they stay
+By default they detach, log to $QUEUECTL_HOME/logs/worker-PID.log (rotated
+at --log-max-size megabytes, --log-backups old files kept per worker), and
+the command returns once they are registered, printing their pids. With --foreground they stay
 attached: Ctrl-C stops them gracefully, a second Ctrl-C stops running jobs
 and puts them back in the queue.`,
 		Args: cobra.NoArgs,
@@ -147,6 +165,9 @@ and puts them back in the queue.`,
 			// Check what the worker processes would refuse before starting any.
 			if _, err := retryPolicy(o.jitter); err != nil {
 				return err
+			}
+			if err := o.rotation.Check(); err != nil {
+				return usageError{err}
 			}
 			if _, err := a.logger(io.Discard); err != nil {
 				return err
@@ -172,7 +193,7 @@ func (a *app) childArgs(cmd *cobra.Command, o *workerOptions) []string {
 	for _, q := range o.queues {
 		args = append(args, "--queue", q)
 	}
-	for _, name := range []string{"grace", "lease", "poll", "kill-grace", "retry-jitter"} {
+	for _, name := range []string{"grace", "lease", "poll", "kill-grace", "retry-jitter", "log-max-size", "log-backups"} {
 		if f := cmd.Flags().Lookup(name); f.Changed {
 			args = append(args, "--"+name, f.Value.String())
 		}
@@ -213,16 +234,16 @@ func (a *app) startWorkers(cmd *cobra.Command, o *workerOptions, count int, fore
 		return fmt.Errorf("create log directory: %w", err)
 	}
 	var children []*exec.Cmd
-	var logs []string
+	var outs []string
 	for range count {
-		c, logPath, err := supervise.StartDetached(self, append(args, "--log-format", "json"), env, logDir)
+		c, outPath, err := supervise.StartDetached(self, append(args, "--log-format", "json", "--log-dir", logDir), env, logDir)
 		if err != nil {
 			return err
 		}
 		children = append(children, c)
-		logs = append(logs, logPath)
+		outs = append(outs, outPath)
 	}
-	if err := supervise.WaitRegistered(ctx, st, children, logs); err != nil {
+	if err := supervise.WaitRegistered(ctx, st, children, outs); err != nil {
 		return err
 	}
 	for _, c := range children {

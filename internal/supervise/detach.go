@@ -13,12 +13,14 @@ import (
 	"github.com/queuectl/queuectl/queue"
 )
 
-// StartDetached starts a worker in its own session with output to a log file
-// named after its pid.
+// StartDetached starts a worker in its own session. The worker writes its
+// log itself, rotated (OpenLog); its standard output and error, which carry
+// only what it prints outside that log (an error it exits with, a crash
+// trace), go to worker-PID.out beside it, which is returned.
 func StartDetached(self string, args, env []string, logDir string) (*exec.Cmd, string, error) {
-	tmp, err := os.CreateTemp(logDir, "worker-starting-*.log")
+	tmp, err := os.CreateTemp(logDir, "worker-starting-*.out")
 	if err != nil {
-		return nil, "", fmt.Errorf("create worker log: %w", err)
+		return nil, "", fmt.Errorf("create worker output file: %w", err)
 	}
 	defer tmp.Close()
 	devnull, err := os.Open(os.DevNull)
@@ -34,16 +36,17 @@ func StartDetached(self string, args, env []string, logDir string) (*exec.Cmd, s
 		os.Remove(tmp.Name())
 		return nil, "", fmt.Errorf("start worker: %w", err)
 	}
-	logPath := filepath.Join(logDir, fmt.Sprintf("worker-%d.log", c.Process.Pid))
-	if err := os.Rename(tmp.Name(), logPath); err != nil {
-		logPath = tmp.Name()
+	outPath := filepath.Join(logDir, fmt.Sprintf("worker-%d.out", c.Process.Pid))
+	if err := os.Rename(tmp.Name(), outPath); err != nil {
+		outPath = tmp.Name()
 	}
-	return c, logPath, nil
+	return c, outPath, nil
 }
 
 // WaitRegistered returns once every child has registered in the store, or
-// reports the first that died, with the end of its log.
-func WaitRegistered(ctx context.Context, st queue.Store, children []*exec.Cmd, logs []string) error {
+// reports the first that died, with the end of its output file (outs, as
+// StartDetached returned them).
+func WaitRegistered(ctx context.Context, st queue.Store, children []*exec.Cmd, outs []string) error {
 	exited := make(chan int, len(children))
 	for i, c := range children {
 		go func() {
@@ -70,11 +73,11 @@ func WaitRegistered(ctx context.Context, st queue.Store, children []*exec.Cmd, l
 		}
 		select {
 		case i := <-exited:
-			return fmt.Errorf("worker %d exited at start: %s", children[i].Process.Pid, tail(logs[i]))
+			return fmt.Errorf("worker %d exited at start: %s", children[i].Process.Pid, tail(outs[i]))
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("workers did not register within 30s; see %s", filepath.Dir(logs[0]))
+			return fmt.Errorf("workers did not register within 30s; see %s", filepath.Dir(outs[0]))
 		}
 	}
 }

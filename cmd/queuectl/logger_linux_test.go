@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPTY returns both ends of a new pseudo-terminal: a terminal to log to
+// and the side that reads what was written.
+func openPTY(t *testing.T) (term, reader *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("open a pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, m
+}
+
+// With --log-format auto, a terminal gets readable lines, but under systemd
+// (JOURNAL_STREAM set) the journal gets JSON even when stderr is a terminal.
+func TestLoggerAutoFormat(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		journal string
+		json    bool
+	}{
+		{"terminal", "", false},
+		{"terminal under systemd", "8:12345", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			term, reader := openPTY(t)
+			env := map[string]string{"JOURNAL_STREAM": tc.journal}
+			a := newApp(strings.NewReader(""), &bytes.Buffer{}, term, func(k string) string { return env[k] })
+			a.logLevel, a.logFormat = "info", "auto"
+			log, err := a.logger(term)
+			if err != nil {
+				t.Fatal(err)
+			}
+			log.Info().Str("job_id", "j1").Msg("hello")
+			reader.SetReadDeadline(time.Now().Add(10 * time.Second))
+			buf := make([]byte, 4096)
+			n, err := reader.Read(buf)
+			if err != nil {
+				t.Fatalf("read the terminal: %v", err)
+			}
+			line := strings.TrimSpace(string(buf[:n]))
+			if got := strings.HasPrefix(line, "{") && strings.Contains(line, `"job_id":"j1"`); got != tc.json {
+				t.Fatalf("JSON = %v, want %v: %q", got, tc.json, line)
+			}
+		})
+	}
+}
