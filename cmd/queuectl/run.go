@@ -286,19 +286,26 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 	}, func(err error) { log.Warn().Err(err).Msg("systemd watchdog") })
 
 	s.waitForStop(sigs)
+	return s.shutdown(sigs)
+}
+
+// shutdown stops the service after the first stop signal: no more fires
+// or pruning, then the engines drain until --grace passes or a second
+// signal comes, which stops the jobs still running.
+func (s *service) shutdown(sigs <-chan os.Signal) error {
 	s.notify(sdnotify.Stopping)
 	s.stopPruning()
 	s.sched.Stop(context.Background())
 	stopCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if o.grace > 0 {
-		t := time.AfterFunc(o.grace, cancel)
+	if s.o.grace > 0 {
+		t := time.AfterFunc(s.o.grace, cancel)
 		defer t.Stop()
 	}
 	go func() {
 		for sig := range sigs {
 			if sig != syscall.SIGHUP {
-				log.Warn().Str("signal", sig.String()).Msg("second signal: stopping running jobs")
+				s.log.Warn().Str("signal", sig.String()).Msg("second signal: stopping running jobs")
 				cancel()
 				return
 			}
@@ -310,7 +317,7 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 		<-stopCtx.Done()
 		s.stopDrains()
 	}()
-	err = s.eng.Stop(stopCtx)
+	err := s.eng.Stop(stopCtx)
 	s.drains.Wait()
 	return err
 }
