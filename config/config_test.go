@@ -125,7 +125,7 @@ func TestLoadExample(t *testing.T) {
 			Name: "daily-report", Queue: "reports", Schedule: "30 6 * * MON-FRI", TimeZone: "America/New_York",
 			Command: `echo "report for prod, $(date +%F)" && queuectl -c queue.hcl stats --since 24h`,
 			Dir:     exampleDir,
-			Overlap: "skip", CatchUp: "all", MaxCatchUp: 3, Enabled: true,
+			Overlap: "allow", CatchUp: "all", MaxCatchUp: 3, Enabled: true,
 			Retry: Retry{MaxRetries: ptr(2)},
 		},
 		{

@@ -452,8 +452,18 @@ func (d *decoder) oneOf(attr *hcl.Attribute, allowed ...string) (string, bool) {
 // attrError reports an error on the attribute's value. The expression and
 // context let the diagnostic writer show the variables the value came from.
 func (d *decoder) attrError(attr *hcl.Attribute, summary, detail string) {
+	d.attrDiag(hcl.DiagError, attr, summary, detail)
+}
+
+// attrWarning reports a value that is valid but likely not what the user
+// means; validate and run show it and go on.
+func (d *decoder) attrWarning(attr *hcl.Attribute, summary, detail string) {
+	d.attrDiag(hcl.DiagWarning, attr, summary, detail)
+}
+
+func (d *decoder) attrDiag(sev hcl.DiagnosticSeverity, attr *hcl.Attribute, summary, detail string) {
 	d.diags = append(d.diags, &hcl.Diagnostic{
-		Severity:    hcl.DiagError,
+		Severity:    sev,
 		Summary:     summary,
 		Detail:      detail,
 		Subject:     attr.Expr.Range().Ptr(),

@@ -234,3 +234,24 @@ func TestWriteDiagnosticsWithoutSource(t *testing.T) {
 		}
 	}
 }
+
+// catch_up = "all" with overlap = "skip" is valid but drops the caught-up
+// runs: a warning on catch_up, not an error, so the file still loads.
+func TestCatchUpAllWithSkipWarns(t *testing.T) {
+	f, diags, rendered := parseTestdata(t, "catch_up_all_skip")
+	checkGolden(t, "catch_up_all_skip", rendered)
+	if f == nil || diags.HasErrors() || len(diags) != 1 {
+		t.Fatalf("want one warning and a file, got %v", diags)
+	}
+	d := diags[0]
+	if d.Severity != hcl.DiagWarning || d.Summary != "Caught-up runs would be skipped" ||
+		d.Subject == nil || d.Subject.Start.Line != 4 || d.Subject.Start.Column != 14 {
+		t.Fatalf("diagnostic %v at %v", d, d.Subject)
+	}
+	for _, other := range []string{`overlap = "queue"`, `overlap = "allow"`} {
+		src := "job \"r\" {\n  schedule = \"0 * * * *\"\n  command = \"x\"\n  catch_up = \"all\"\n  " + other + "\n}\n"
+		if _, diags := Parse([]byte(src), "x.hcl", Options{LookupEnv: fakeEnv(nil)}); len(diags) != 0 {
+			t.Errorf("%s: want no diagnostics, got %v", other, diags)
+		}
+	}
+}

@@ -116,6 +116,12 @@ func (d *decoder) jobPolicy(j *Job, attrs hcl.Attributes) {
 			j.CatchUp = s
 		}
 	}
+	if attr, found := attrs["catch_up"]; found && j.CatchUp == CatchUpAll && j.Overlap == OverlapSkip {
+		d.attrWarning(attr, "Caught-up runs would be skipped",
+			`With overlap = "skip" (the default), each caught-up run finds the one before it still pending and `+
+				`is dropped, so catch_up = "all" fires one run, not one per missed time. Set overlap = "allow" to run `+
+				`them all, or catch_up = "latest".`)
+	}
 	if attr, found := attrs["max_catch_up"]; found {
 		if n, valid := d.integer(attr); valid {
 			if n < 1 {

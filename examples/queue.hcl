@@ -95,6 +95,7 @@ job "daily-report" {
   command      = "echo \"report for ${local.app_env}, $(date +%F)\" && ${local.reporter}"
   catch_up     = "all" # run every missed weekday, at most max_catch_up of them
   max_catch_up = 3
+  overlap      = "allow" # so that the caught-up runs are not skipped
   max_retries  = 2 # the job overrides the queue's 5
 }
 

@@ -196,9 +196,16 @@ func Parse(t *queue.Template) (*cronspec.Schedule, error) {
 	return sc, nil
 }
 
+// Nexter is the part of a schedule that Due and Latest use:
+// (*cronspec.Schedule).Next.
+type Nexter interface {
+	Next(t time.Time) time.Time
+}
+
 // Due returns the slots in (after, now] (at most keep of the latest), how
-// many there were in all, and whether the scan was cut short.
-func Due(sched *cronspec.Schedule, after, now time.Time, keep int) (slots []time.Time, total int, truncated bool) {
+// many there were in all, and whether the scan was cut short. It walks
+// every slot, so it serves catch_up = "all"; Latest serves the others.
+func Due(sched Nexter, after, now time.Time, keep int) (slots []time.Time, total int, truncated bool) {
 	keep = max(keep, 1)
 	for slot := sched.Next(after); !slot.IsZero() && !slot.After(now); slot = sched.Next(slot) {
 		total++
@@ -213,6 +220,48 @@ func Due(sched *cronspec.Schedule, after, now time.Time, keep int) (slots []time
 	return slots, total, false
 }
 
+// Latest returns the last slot in (after, now] and how many slots that
+// interval holds: 0, 1, or 2 meaning "two or more". It calls Next a number
+// of times that grows with the logarithm of the outage, not with the
+// number of slots: a per-second schedule after years down costs about a
+// hundred calls. Next is monotonic (a later t never gives an earlier
+// slot), so the last slot is found by searching back from now: first in
+// doubling steps, then by bisection, keeping Next(lo) <= now < Next(hi).
+func Latest(sched Nexter, after, now time.Time) (last time.Time, n int) {
+	due := func(t time.Time) bool {
+		s := sched.Next(t)
+		return !s.IsZero() && !s.After(now)
+	}
+	first := sched.Next(after)
+	if first.IsZero() || first.After(now) {
+		return time.Time{}, 0
+	}
+	if !due(first) {
+		return first, 1
+	}
+	lo, hi := first, now
+	for step := time.Second; ; step *= 2 {
+		c := now.Add(-step)
+		if !c.After(lo) {
+			break
+		}
+		if due(c) {
+			lo = c
+			break
+		}
+		hi = c
+	}
+	for hi.Sub(lo) > 1 {
+		mid := lo.Add(hi.Sub(lo) / 2)
+		if due(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return sched.Next(lo), 2
+}
+
 // handle fires what is due of one template.
 func (s *Scheduler) handle(ctx context.Context, t *queue.Template, sched *cronspec.Schedule, defaults Defaults, now time.Time) error {
 	log := s.log.With().Str("template", t.Name).Logger()
@@ -225,30 +274,12 @@ func (s *Scheduler) handle(ctx context.Context, t *queue.Template, sched *cronsp
 			log.Info().Str("job_id", res.JobID).Time("slot", t.PendingTrigger).Msg("waiting run fired after the previous one ended")
 		}
 	}
-	keep := 1
-	if t.CatchUp == queue.CatchUpAll {
-		keep = max(t.MaxCatchUp, 1)
-	}
-	slots, total, truncated := Due(sched, t.Cursor, now, keep)
-	if total == 0 {
+	fire, last, missed := s.toFire(t, sched, now, log)
+	if last.IsZero() {
 		return nil
 	}
-	if truncated {
-		log.Warn().Int("slots", total).Msg("too many missed slots; older ones are passed over")
-	}
-	last := slots[len(slots)-1]
-	onTime := now.Sub(last) <= s.cfg.OnTime
-	fire := slots
-	switch {
-	case total == 1 && onTime: // the normal case: one slot, just due
-	case t.CatchUp == queue.CatchUpAll:
-	case t.CatchUp == queue.CatchUpNone && !onTime:
-		fire = nil
-	default: // latest, or none with the newest slot still on time
-		fire = slots[len(slots)-1:]
-	}
-	if missed := total - len(fire); missed > 0 {
-		log.Info().Int("missed", missed).Str("catch_up", t.CatchUp).Msg("passing over missed slots")
+	if missed {
+		log.Info().Str("catch_up", t.CatchUp).Int("firing", len(fire)).Msg("passing over missed slots")
 		if len(fire) == 0 {
 			_, err := s.store.FireTemplate(ctx, queue.FireParams{Template: t.Name, Kind: queue.FireCron, Slot: last, Cursor: last, Now: now})
 			return err
@@ -271,6 +302,34 @@ func (s *Scheduler) handle(ctx context.Context, t *queue.Template, sched *cronsp
 		}
 	}
 	return nil
+}
+
+// toFire decides by the catch-up policy which slots since the cursor to
+// fire. last is the latest due slot (zero: none is due); missed reports
+// slots passed over. Only catch_up = "all" walks the slots; the others
+// look up the latest one (Latest), however long the outage.
+func (s *Scheduler) toFire(t *queue.Template, sched Nexter, now time.Time, log zerolog.Logger) (fire []time.Time, last time.Time, missed bool) {
+	if t.CatchUp == queue.CatchUpAll {
+		slots, total, truncated := Due(sched, t.Cursor, now, max(t.MaxCatchUp, 1))
+		if total == 0 {
+			return nil, time.Time{}, false
+		}
+		if truncated {
+			log.Warn().Int("slots", total).Msg("too many missed slots; older ones are passed over")
+		}
+		return slots, slots[len(slots)-1], total > len(slots)
+	}
+	last, n := Latest(sched, t.Cursor, now)
+	switch {
+	case n == 0:
+		return nil, time.Time{}, false
+	case n == 1 && now.Sub(last) <= s.cfg.OnTime: // the normal case: one slot, just due
+		return []time.Time{last}, last, false
+	case t.CatchUp == queue.CatchUpNone && now.Sub(last) > s.cfg.OnTime:
+		return nil, last, true
+	default: // latest, or none with the newest slot still on time
+		return []time.Time{last}, last, n > 1
+	}
 }
 
 // Defaults are the settings and queue overrides jobs are resolved against.

@@ -383,3 +383,93 @@ func TestLongNameFiresAndDoesNotBlockOthers(t *testing.T) {
 		t.Fatalf("zz fired %d times", len(got))
 	}
 }
+
+// countingSchedule counts the Next calls made on a schedule.
+type countingSchedule struct {
+	scheduler.Nexter
+	calls int
+}
+
+func (c *countingSchedule) Next(t time.Time) time.Time {
+	c.calls++
+	return c.Nexter.Next(t)
+}
+
+// A per-second schedule down for seven years has about 220 million missed
+// slots; walking them would take minutes, so the test would fail by its
+// timeout, and the call count bounds the work whatever the machine.
+func TestLatestAfterYearsLongOutageDoesNotScan(t *testing.T) {
+	cursor := utc("2019-03-01T00:00:00Z")
+	now := utc("2026-03-01T12:34:56Z").Add(400 * time.Millisecond)
+	for _, spec := range []string{"* * * * * *", "@every 1s", "*/7 * * * * *", "0 0 29 2 *"} {
+		t.Run(spec, func(t *testing.T) {
+			sc, err := scheduler.Parse(tpl("x", spec, "UTC", nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &countingSchedule{Nexter: sc}
+			last, n := scheduler.Latest(c, cursor, now)
+			if c.calls > 200 {
+				t.Errorf("Latest made %d Next calls; want a bound that does not grow with the slots", c.calls)
+			}
+			if n != 2 || last.IsZero() || last.After(now) {
+				t.Fatalf("Latest = %v, %d; want a slot at or before %v and n = 2", last, n, now)
+			}
+			if next := sc.Next(last); !next.After(now) {
+				t.Fatalf("Latest = %v, but %v is a later slot before now", last, next)
+			}
+		})
+	}
+}
+
+func TestLatestCountsSlots(t *testing.T) {
+	sc, err := scheduler.Parse(tpl("x", "0 * * * *", "UTC", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cursor := utc("2026-05-01T01:00:00Z")
+	tests := []struct {
+		now  string
+		last string
+		n    int
+	}{
+		{"2026-05-01T01:59:59Z", "", 0},
+		{"2026-05-01T02:00:00Z", "2026-05-01T02:00:00Z", 1},
+		{"2026-05-01T02:59:59Z", "2026-05-01T02:00:00Z", 1},
+		{"2026-05-01T03:00:00Z", "2026-05-01T03:00:00Z", 2},
+		{"2026-05-09T07:30:00Z", "2026-05-09T07:00:00Z", 2},
+	}
+	for _, tc := range tests {
+		last, n := scheduler.Latest(sc, cursor, utc(tc.now))
+		want := time.Time{}
+		if tc.last != "" {
+			want = utc(tc.last)
+		}
+		if !last.Equal(want) || n != tc.n {
+			t.Errorf("Latest(now %s) = %v, %d; want %v, %d", tc.now, last, n, want, tc.n)
+		}
+	}
+}
+
+// The scheduler itself takes the fast path: after a years-long outage of a
+// per-second template it fires the latest slot only (a scan would stop at
+// its one-million-slot bound and fire a slot years old).
+func TestCatchUpLatestAfterYearsLongOutage(t *testing.T) {
+	start := utc("2021-03-01T00:00:00Z")
+	for _, policy := range []string{queue.CatchUpLatest, queue.CatchUpNone} {
+		t.Run(policy, func(t *testing.T) {
+			f := newFixture(t, start, tpl("tick", "* * * * * *", "UTC", func(x *queue.Template) { x.CatchUp = policy }))
+			s := f.scheduler(f.store)
+			back := utc("2026-03-01T12:00:00Z")
+			f.tick(s, back)
+			want := times("2026-03-01T12:00:00Z")
+			if got := f.slots("tick"); !sameTimes(got, want) {
+				t.Fatalf("fired %v, want %v", got, want)
+			}
+			ts, _ := f.store.Templates(context.Background())
+			if !ts[0].Cursor.Equal(back) {
+				t.Fatalf("cursor %v, want %v", ts[0].Cursor, back)
+			}
+		})
+	}
+}

@@ -56,7 +56,7 @@ func (a *app) configFile() (*config.File, error) {
 }
 
 // loadFile reads the file; on errors it prints every diagnostic to stderr
-// and returns a silent exit 2.
+// and returns a silent exit 2. Warnings alone are printed and the file used.
 func (a *app) loadFile(o *fileOptions) (*config.File, error) {
 	vars := map[string]string{}
 	for _, v := range o.vars {
@@ -71,6 +71,9 @@ func (a *app) loadFile(o *fileOptions) (*config.File, error) {
 		config.WriteDiagnostics(a.stderr, nil, diags)
 		fmt.Fprintf(a.stderr, "%s: %d error(s)\n", o.path, countErrors(diags))
 		return nil, silentError{exitUsage}
+	}
+	if len(diags) > 0 { // warnings only: shown, and the file is used
+		config.WriteDiagnostics(a.stderr, nil, diags)
 	}
 	return f, nil
 }

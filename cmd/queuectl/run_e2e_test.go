@@ -231,6 +231,14 @@ job "a" {
 			t.Errorf("diagnostics lack %q:\n%s", want, stderr)
 		}
 	}
+	// A warning: shown with file and line, and the file is still valid.
+	warn := filepath.Join(c.home, "warn.hcl")
+	writeFile(t, warn, "job \"r\" {\n  schedule = \"0 * * * *\"\n  command  = \"true\"\n  catch_up = \"all\"\n}\n")
+	stdout, stderr, code = c.run("validate", "-c", warn)
+	if code != 0 || !strings.Contains(stdout, "is valid") ||
+		!strings.Contains(stderr, "Warning: Caught-up runs would be skipped") || !strings.Contains(stderr, "warn.hcl line 4, column 14") {
+		t.Fatalf("catch_up = all with overlap = skip: exit %d\nstdout %q\nstderr %q", code, stdout, stderr)
+	}
 }
 
 func TestE2ECronNextAndList(t *testing.T) {

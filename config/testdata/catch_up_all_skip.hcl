@@ -1,0 +1,5 @@
+job "report" {
+  schedule = "0 * * * *"
+  command  = "report.sh"
+  catch_up = "all"
+}
