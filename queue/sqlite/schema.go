@@ -30,6 +30,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := checkFile(abs); err != nil {
 		return nil, err
 	}
+	if !writable(abs) {
+		return openReadOnly(ctx, abs, errReadOnly)
+	}
 	// The writer waits for the lock in write, not in SQLite's busy handler.
 	writeDB := sql.OpenDB(connector{dsn: dsn(abs, false), drv: &sqlite3.SQLiteDriver{
 		ConnectHook: func(c *sqlite3.SQLiteConn) error {
@@ -44,6 +47,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s := &Store{path: abs, writeDB: writeDB, stmts: map[string]*sql.Stmt{}}
 	if err := s.migrate(ctx); err != nil {
 		writeDB.Close()
+		if isFull(err) {
+			// No room for the -shm file or the migration: still readable.
+			return openReadOnly(ctx, abs, errDiskFull)
+		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	s.readDB, err = sql.Open("sqlite3", dsn(abs, true))
@@ -122,12 +129,9 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i].Name() < names[j].Name() })
 	latest := len(names)
-	var version int
-	if err := s.writeDB.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return describe(err)
-	}
-	if version > latest {
-		return fmt.Errorf("%w (schema version %d, this binary knows %d): upgrade queuectl", queue.ErrSchemaNewer, version, latest)
+	version, err := schemaVersion(ctx, s.writeDB, latest)
+	if err != nil {
+		return err
 	}
 	for i := version; i < latest; i++ {
 		body, err := migrationFS.ReadFile("migrations/" + names[i].Name())
@@ -155,6 +159,36 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
+// schemaVersion reads the database's schema version, refusing one newer
+// than latest (the binary's).
+func schemaVersion(ctx context.Context, db *sql.DB, latest int) (int, error) {
+	var version int
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return 0, describe(err)
+	}
+	if version > latest {
+		return 0, fmt.Errorf("%w (schema version %d, this binary knows %d): upgrade queuectl", queue.ErrSchemaNewer, version, latest)
+	}
+	return version, nil
+}
+
+// checkVersion checks that a database opened read-only needs no
+// migration, since none can be applied.
+func checkVersion(ctx context.Context, db *sql.DB) error {
+	names, err := migrationFS.ReadDir("migrations")
+	if err != nil {
+		return err
+	}
+	version, err := schemaVersion(ctx, db, len(names))
+	if err != nil {
+		return err
+	}
+	if version < len(names) {
+		return fmt.Errorf("%w and needs an upgrade of its schema (version %d, this binary writes %d): open it once where it is writable", errReadOnly, version, len(names))
+	}
+	return nil
+}
+
 // Close releases the connections and the wake-up watcher.
 func (s *Store) Close() error {
 	s.mu.Lock()
@@ -171,6 +205,8 @@ func (s *Store) Close() error {
 	if s.readDB != nil {
 		errs = append(errs, s.readDB.Close())
 	}
-	errs = append(errs, s.writeDB.Close())
+	if s.writeDB != nil {
+		errs = append(errs, s.writeDB.Close())
+	}
 	return errors.Join(errs...)
 }

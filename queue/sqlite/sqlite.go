@@ -24,6 +24,10 @@
 //     inotify on Linux (elsewhere they fall back to polling).
 //   - Migrations are embedded and versioned with PRAGMA user_version; a
 //     database written by a newer binary is refused.
+//   - A database that cannot be written (read-only file, directory or
+//     media, or a disk too full for the -shm file) opens read-only; writes
+//     then fail at once naming the database (readonly.go). A write that
+//     runs out of space fails as "disk full" and is rolled back.
 package sqlite
 
 import (
@@ -54,6 +58,7 @@ type Store struct {
 	stmts      map[string]*sql.Stmt
 	unprepared []string // first seen in the current transaction
 	closed     bool
+	readOnly   error // why the store was opened read-only (writeDB is nil); nil: writable
 
 	wake *waker
 }
@@ -112,6 +117,9 @@ func (s *Store) write(ctx context.Context, full bool, fn func(tx *sql.Tx) error)
 	if s.closed {
 		return errors.New("store is closed")
 	}
+	if s.readOnly != nil {
+		return s.refusal(s.readOnly)
+	}
 	if full {
 		// The level cannot change inside a transaction; set it before, and
 		// check it inside (the pool may have replaced the connection).
@@ -137,6 +145,10 @@ func (s *Store) write(ctx context.Context, full bool, fn func(tx *sql.Tx) error)
 			return fmt.Errorf("database stayed busy (locked by another process) for %s: %w", busyWait, err)
 		}
 		pause(busyBackoff(try))
+	}
+	if isFull(err) {
+		// SQLite rolls the transaction back: nothing was changed.
+		return fmt.Errorf("%w: %v", s.refusal(errDiskFull), err)
 	}
 	return describe(err)
 }
@@ -201,6 +213,13 @@ func (s *Store) prepareSeen(ctx context.Context) {
 func isBusy(err error) bool {
 	var se sqlite3.Error
 	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
+}
+
+// isFull reports a write that failed for lack of space: SQLITE_FULL, or an
+// I/O error whose cause was ENOSPC (growing the -wal or -shm file).
+func isFull(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrFull || se.SystemErrno == syscall.ENOSPC)
 }
 
 func isUnique(err error) bool {
