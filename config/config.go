@@ -96,8 +96,13 @@ type Retry struct {
 type Queue struct {
 	Name        string
 	Concurrency int // >= 1
-	Retry       Retry
-	Implicit    bool // the built-in default queue, not declared in the file
+	// MaxRunning and the rate limit (RateCount starts per RatePer) are
+	// the queue's global limits; zero is none.
+	MaxRunning int
+	RateCount  int
+	RatePer    time.Duration
+	Retry      Retry
+	Implicit   bool // the built-in default queue, not declared in the file
 }
 
 // Job is a job block: a recurring job template.

@@ -106,7 +106,7 @@ func TestLoadExample(t *testing.T) {
 	}
 	wantQueues := []Queue{
 		{Name: "default", Concurrency: 4},
-		{Name: "reports", Concurrency: 1, Retry: Retry{MaxRetries: ptr(5), BackoffBase: ptr(1.5), MaxBackoff: ptr(10 * time.Minute), Timeout: ptr(24 * time.Hour)}},
+		{Name: "reports", Concurrency: 1, MaxRunning: 2, RateCount: 30, RatePer: time.Minute, Retry: Retry{MaxRetries: ptr(5), BackoffBase: ptr(1.5), MaxBackoff: ptr(10 * time.Minute), Timeout: ptr(24 * time.Hour)}},
 	}
 	if !reflect.DeepEqual(f.Queues, wantQueues) {
 		t.Errorf("Queues = %+v, want %+v", f.Queues, wantQueues)

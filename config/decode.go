@@ -42,8 +42,9 @@ func withRetry(attrs ...hcl.AttributeSchema) []hcl.AttributeSchema {
 
 var (
 	defaultsSchema = &hcl.BodySchema{Attributes: withRetry()}
-	queueSchema    = &hcl.BodySchema{Attributes: withRetry(hcl.AttributeSchema{Name: "concurrency"})}
-	jobSchema      = &hcl.BodySchema{Attributes: withRetry(
+	queueSchema    = &hcl.BodySchema{Attributes: withRetry(hcl.AttributeSchema{Name: "concurrency"},
+		hcl.AttributeSchema{Name: "max_running"}, hcl.AttributeSchema{Name: "rate_limit"})}
+	jobSchema = &hcl.BodySchema{Attributes: withRetry(
 		hcl.AttributeSchema{Name: "queue"},
 		hcl.AttributeSchema{Name: "schedule", Required: true},
 		hcl.AttributeSchema{Name: "time_zone"},
@@ -223,27 +224,6 @@ func (d *decoder) checkName(b *hcl.Block, kind string, seen map[string]hcl.Range
 		return false
 	}
 	return true
-}
-
-// decodeQueue decodes a queue block. ok is false when the block cannot be
-// used at all (bad or duplicate name); its body is still checked.
-func (d *decoder) decodeQueue(b *hcl.Block, seen map[string]hcl.Range) (q Queue, ok bool) {
-	ok = d.checkName(b, "queue", seen)
-	content, diags := b.Body.Content(queueSchema)
-	d.diags = append(d.diags, diags...)
-	q = Queue{Name: b.Labels[0], Concurrency: DefaultConcurrency}
-	if attr, found := content.Attributes["concurrency"]; found {
-		if n, valid := d.integer(attr); valid {
-			if n < 1 {
-				d.attrError(attr, "Invalid concurrency",
-					fmt.Sprintf("concurrency must be at least 1, got %d.", n))
-			} else {
-				q.Concurrency = n
-			}
-		}
-	}
-	q.Retry = d.retry(content.Attributes)
-	return q, ok
 }
 
 // reservedEnvPrefix starts the variables queuectl sets for each job

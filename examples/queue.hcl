@@ -66,6 +66,9 @@ queue "reports" {
   backoff_base = 1.5
   max_backoff  = 600 # a number of seconds
   timeout      = "1d"
+  # Global limits, held by every worker and service on every host.
+  max_running = 2      # at most 2 report jobs running at once, everywhere
+  rate_limit  = "30/m" # at most 30 report jobs started per minute
 }
 
 # Recurring jobs. Each fire enqueues the command on the job's queue.

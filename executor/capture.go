@@ -123,3 +123,34 @@ func (c *capture) bytes() []byte {
 	}
 	return out
 }
+
+// Remainder returns what completes a reader's copy of a run's output: the
+// reader has seen the first seen bytes of the raw output (through
+// Command.Tee), and output and dropped are the run's capped Output and
+// Dropped. Without a cap it is the rest of the output; with one it is
+// what is left of the kept head, a marker line for the bytes neither the
+// reader saw nor the cap kept, and the unseen part of the kept tail.
+func Remainder(output []byte, dropped, seen int64) []byte {
+	if seen < 0 {
+		seen = 0
+	}
+	if dropped <= 0 {
+		return output[min(seen, int64(len(output))):]
+	}
+	marker := droppedMarker(dropped)
+	limit := int64(len(output) - len(marker))
+	if limit < 0 {
+		return nil // pruned after the run: nothing is left to show
+	}
+	head := limit / 2
+	tail := output[head+int64(len(marker)):]
+	tailStart := limit + dropped - int64(len(tail)) // in the raw output
+	var out []byte
+	if seen < head {
+		out = append(out, output[seen:head]...)
+	}
+	if gap := tailStart - max(seen, head); gap > 0 {
+		out = append(out, droppedMarker(gap)...)
+	}
+	return append(out, tail[max(0, min(seen-tailStart, int64(len(tail)))):]...)
+}

@@ -109,3 +109,32 @@ func TestCaptureBoundedMemory(t *testing.T) {
 		t.Fatalf("Dropped() = %d", got)
 	}
 }
+
+// TestRemainderCompletesWhatAReaderSaw checks that a reader who saw the
+// first seen bytes of the raw output and then prints Remainder ends up with
+// the raw output, or, when the cap dropped bytes the reader did not see,
+// with everything it saw or the cap kept and one marker for the rest.
+func TestRemainderCompletesWhatAReaderSaw(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 2000 {
+		limit := 1 + r.IntN(40)
+		data := make([]byte, r.IntN(100))
+		for i := range data {
+			data[i] = byte('a' + r.IntN(26))
+		}
+		c := newCapture(int64(limit))
+		c.Write(data)
+		seen := r.IntN(len(data) + 1)
+		got := append(append([]byte(nil), data[:seen]...), Remainder(c.Bytes(), c.Dropped(), int64(seen))...)
+		exp := data
+		if len(data) > limit {
+			head, tailStart := limit/2, len(data)-(limit-limit/2)
+			if kept := max(seen, head); kept < tailStart {
+				exp = append(append(append([]byte(nil), data[:kept]...), droppedMarker(int64(tailStart-kept))...), data[tailStart:]...)
+			}
+		}
+		if !bytes.Equal(got, exp) {
+			t.Fatalf("limit %d, %d bytes, seen %d: got %q, want %q", limit, len(data), seen, got, exp)
+		}
+	}
+}

@@ -62,6 +62,7 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 		mu.Unlock()
 		wait := s.poll
 		if free > 0 {
+			claimedAt := s.clock.Now()
 			jobs, sent, err := s.claim(ctx, l, free)
 			switch {
 			case err != nil && ctx.Err() != nil:
@@ -86,7 +87,7 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 				if len(jobs) == free {
 					continue // look again once a slot frees up
 				}
-				wait = s.untilNextRun(ctx, l)
+				wait = s.untilNextRun(ctx, l, claimedAt)
 			}
 		}
 		resetTimer(timer, wait)
@@ -139,12 +140,21 @@ func retryDelay(failures int) time.Duration {
 	return min(d, 5*time.Second)
 }
 
+// heldRecheck is how long a lane waits before it claims again when a job
+// was due but the claim left it: its queue is at its max_running or
+// rate_limit (or another claimer had it locked). A freed slot elsewhere
+// sends no wake-up, so the lane looks again this soon.
+const heldRecheck = 50 * time.Millisecond
+
 // untilNextRun is how long an idle lane may sleep: until the earliest
 // future run_at, but no longer than the poll interval.
-func (s *slotLanes) untilNextRun(ctx context.Context, l Lane) time.Duration {
+func (s *slotLanes) untilNextRun(ctx context.Context, l Lane, claimedAt time.Time) time.Duration {
 	next, err := s.store.NextRunAt(ctx, l.Queues)
 	if err != nil || next.IsZero() {
 		return s.poll
+	}
+	if !next.After(claimedAt) {
+		return min(heldRecheck, s.poll)
 	}
 	d := next.Sub(s.clock.Now()) + time.Millisecond
 	return max(min(d, s.poll), time.Millisecond)

@@ -109,6 +109,21 @@ type Store interface {
 	// most one job results.
 	FireTemplate(ctx context.Context, p FireParams) (FireResult, error)
 
+	// UpdateQueueControls changes the pause and limits of the named queues
+	// in one transaction (see QueueControl); claims everywhere obey them
+	// from the next claim on.
+	UpdateQueueControls(ctx context.Context, u ControlUpdate) error
+	// QueueControls returns every stored queue control, by name.
+	QueueControls(ctx context.Context) ([]QueueControl, error)
+	// CountScheduled returns, per queue, the pending jobs whose run_at is
+	// after now.
+	CountScheduled(ctx context.Context, now time.Time) (map[string]int, error)
+
+	// JobEvents delivers a (coalesced) signal whenever any process using
+	// the same database may have ended an attempt, cancelled a job or saved
+	// live output. It is a hint, like Wakeups.
+	JobEvents(ctx context.Context) (<-chan struct{}, error)
+
 	GetConfig(ctx context.Context) (map[string]string, error)
 	SetConfig(ctx context.Context, key, value string) error
 

@@ -36,7 +36,11 @@ func (s *Server) status(ctx context.Context) (view.Status, error) {
 	if err != nil {
 		return view.Status{}, err
 	}
-	return view.NewStatus(counts, len(ws)), nil
+	controls, err := s.cfg.Store.QueueControls(ctx)
+	if err != nil {
+		return view.Status{}, err
+	}
+	return view.NewStatus(counts, len(ws)).WithPaused(controls), nil
 }
 
 func (s *Server) apiStats(_ http.ResponseWriter, r *http.Request) (any, error) {
@@ -201,24 +205,7 @@ func (s *Server) apiQueues(_ http.ResponseWriter, r *http.Request) (any, error) 
 }
 
 func (s *Server) queues(ctx context.Context) ([]view.Queue, error) {
-	now := s.now()
-	st, err := s.status(ctx)
-	if err != nil {
-		return nil, err
-	}
-	declared, err := s.cfg.Store.Queues(ctx)
-	if err != nil {
-		return nil, err
-	}
-	m, err := s.cfg.Store.Metrics(ctx, now)
-	if err != nil {
-		return nil, err
-	}
-	ws, err := s.cfg.Store.ListWorkers(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return view.NewQueues(st, declared, m.OldestPending, ws, now), nil
+	return view.LoadQueues(ctx, s.cfg.Store, s.now())
 }
 
 func (s *Server) apiCron(_ http.ResponseWriter, r *http.Request) (any, error) {

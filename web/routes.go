@@ -12,8 +12,7 @@ import (
 // with a long command and environment.
 const maxBody = 1 << 20
 
-// routes wires every endpoint. Pause and resume of queues will join the
-// queue actions here (POST /api/v1/queues/{name}/pause, …/resume).
+// routes wires every endpoint.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	// Health: no token, ever.
@@ -40,6 +39,10 @@ func (s *Server) routes() http.Handler {
 	act("POST", "/api/v1/dlq/retry", s.apiDLQRetry)
 	act("POST", "/api/v1/dlq/discard", s.apiDLQDiscard)
 	act("POST", "/api/v1/cron/{name}/trigger", s.apiTrigger)
+	get("/api/v1/jobs/{id}/wait", s.apiWaitJob)
+	act("POST", "/api/v1/queues/{name}/pause", s.apiPauseQueue)
+	act("POST", "/api/v1/queues/{name}/resume", s.apiResumeQueue)
+	act("PUT", "/api/v1/queues/{name}/limits", s.apiQueueLimits)
 	mux.Handle("/api/", s.api(roleViewer, func(http.ResponseWriter, *http.Request) (any, error) {
 		return nil, errorf(http.StatusNotFound, codeNotFound, "no such endpoint")
 	}))

@@ -31,6 +31,8 @@ type enqueueOptions struct {
 	maxRetries int
 	timeout    string
 	runAt      string
+	wait       bool // wait for the job and exit with its exit code
+	follow     bool // with wait: stream its output live
 }
 
 func (a *app) enqueueCmd() *cobra.Command {
@@ -61,6 +63,8 @@ Prints each new job id on its own line.`,
 	f.IntVar(&o.maxRetries, "max-retries", 0, "retries after the first attempt (default: the queue's or config max-retries)")
 	f.StringVar(&o.timeout, "timeout", "", "timeout, seconds or a duration such as 90s (default: config timeout)")
 	f.StringVar(&o.runAt, "run-at", "", "when to run: RFC 3339 time or a delay such as +30s")
+	f.BoolVar(&o.wait, "wait", false, "wait for the job, print its output and exit with its exit code (the id goes to stderr)")
+	f.BoolVar(&o.follow, "follow", false, "with --wait: print the output live, attempt by attempt")
 	return cmd
 }
 
@@ -82,6 +86,12 @@ func (a *app) runEnqueue(cmd *cobra.Command, args []string, o *enqueueOptions) e
 				return usagef("enqueue: --%s goes with --command", name)
 			}
 		}
+	}
+	if o.follow && !o.wait {
+		return usagef("enqueue: --follow goes with --wait")
+	}
+	if o.wait && o.file != "" {
+		return usagef("enqueue: --wait takes one job, not --file")
 	}
 	var jobs []queue.NewJob
 	ignored := map[string]bool{}
@@ -113,6 +123,10 @@ func (a *app) runEnqueue(cmd *cobra.Command, args []string, o *enqueueOptions) e
 		added, err := queue.Enqueue(ctx, st, queues, jobs, now)
 		if err != nil {
 			return fmt.Errorf("enqueue: %w", err)
+		}
+		if o.wait {
+			fmt.Fprintln(a.stderr, added[0].ID)
+			return a.awaitEnqueued(ctx, st, added[0].ID, o.follow)
 		}
 		w := bufio.NewWriter(a.stdout)
 		for _, j := range added {

@@ -28,7 +28,11 @@ func (a *app) statusCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				status := view.NewStatus(counts, len(ws))
+				controls, err := st.QueueControls(ctx)
+				if err != nil {
+					return err
+				}
+				status := view.NewStatus(counts, len(ws)).WithPaused(controls)
 				if asJSON {
 					return a.printJSON(status)
 				}
@@ -59,7 +63,12 @@ func (a *app) statusCmd() *cobra.Command {
 						busy++
 					}
 				}
-				_, err = fmt.Fprintf(a.stdout, "\nworkers: %d active (%d busy)\n", len(ws), busy)
+				if _, err = fmt.Fprintf(a.stdout, "\nworkers: %d active (%d busy)\n", len(ws), busy); err != nil {
+					return err
+				}
+				if len(status.Paused) > 0 {
+					_, err = fmt.Fprintf(a.stdout, "paused queues: %s\n", strings.Join(status.Paused, ", "))
+				}
 				return err
 			})
 		},
@@ -215,16 +224,29 @@ func (a *app) printJob(j *queue.Job, hist []*queue.Attempt) error {
 
 func (a *app) outputCmd() *cobra.Command {
 	var attempt int
-	var raw bool
+	var raw, follow bool
 	cmd := &cobra.Command{
 		Use:   "output ID",
-		Short: "Print the captured output of a job's attempt (default: the latest)",
-		Args:  cobra.ExactArgs(1),
+		Short: "Print the captured output of a job's attempt (default: the latest), or follow it live",
+		Long: `Print the captured output of a job's attempt (default: the latest).
+
+With -f, follow the running attempt's output as it is printed, from the
+start of the attempt, and exit when the attempt ends (a pending job: once
+its attempt starts; a finished one: print its output and exit). Works from
+any process and, on PostgreSQL, from any host.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if attempt < 0 {
 				return usagef("--attempt %d: must be 1 or more", attempt)
 			}
+			if follow && attempt != 0 {
+				return usagef("output: --follow follows the running attempt; it does not go with --attempt")
+			}
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+				if follow {
+					_, err := a.follow(ctx, st, args[0], raw, false)
+					return err
+				}
 				at, err := st.Output(ctx, args[0], attempt)
 				if err != nil {
 					return err
@@ -240,6 +262,7 @@ func (a *app) outputCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&attempt, "attempt", 0, "attempt number (default: the latest)")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the running attempt's output live until it ends")
 	cmd.Flags().BoolVar(&raw, "raw", false, "write the output as captured even to a terminal (control characters are escaped there by default)")
 	return cmd
 }

@@ -120,6 +120,17 @@ func applyFile(ctx context.Context, st queue.Store, f *config.File, now time.Tim
 	if err := st.ApplyQueues(ctx, queueConfigs(f)); err != nil {
 		return err
 	}
+	for _, q := range f.Queues {
+		if q.Implicit {
+			continue // not declared: its limits are queue set's
+		}
+		// The file says what a declared queue's limits are (none when
+		// unset); a pause is left as it is.
+		rate := queue.RateLimit{N: q.RateCount, Per: q.RatePer}
+		if err := st.UpdateQueueControls(ctx, queue.ControlUpdate{Names: []string{q.Name}, MaxRunning: &q.MaxRunning, Rate: &rate}); err != nil {
+			return err
+		}
+	}
 	return st.ApplyTemplates(ctx, templates(f), now)
 }
 

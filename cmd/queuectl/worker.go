@@ -143,6 +143,9 @@ func (a *app) runWorker(ctx context.Context, o *workerOptions) error {
 	return supervise.Serve(ctx, log, o.grace, eng.Start, eng.Stop, eng.StopRequested())
 }
 
+// maxConcurrency bounds --concurrency: each slot may hold a shell.
+const maxConcurrency = 1000
+
 func (a *app) workerStartCmd() *cobra.Command {
 	var o workerOptions
 	var count int
@@ -150,7 +153,8 @@ func (a *app) workerStartCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "start",
 		Short: "Start worker processes",
-		Long: `Start N worker processes, each running one job at a time.
+		Long: `Start N worker processes, each running up to --concurrency jobs at once
+(default one).
 
 By default they detach, log to $QUEUECTL_HOME/logs/worker-PID.log (rotated
 at --log-max-size megabytes, --log-backups old files kept per worker), and
@@ -161,6 +165,9 @@ and puts them back in the queue.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if count < 1 {
 				return usagef("--count %d: must be at least 1", count)
+			}
+			if o.slots < 1 || o.slots > maxConcurrency {
+				return usagef("--concurrency %d: must be from 1 to %d", o.slots, maxConcurrency)
 			}
 			// Check what the worker processes would refuse before starting any.
 			if _, err := retryPolicy(o.jitter); err != nil {
@@ -173,7 +180,6 @@ and puts them back in the queue.`,
 				return err
 			}
 			if foreground && count == 1 {
-				o.slots = 1
 				return a.runWorker(cmd.Context(), &o)
 			}
 			return a.startWorkers(cmd, &o, count, foreground)
@@ -181,6 +187,7 @@ and puts them back in the queue.`,
 	}
 	o.flags(cmd)
 	cmd.Flags().IntVarP(&count, "count", "n", 1, "number of worker processes")
+	cmd.Flags().IntVar(&o.slots, "concurrency", 1, "jobs each worker process runs at once")
 	cmd.Flags().BoolVar(&foreground, "foreground", false, "stay attached instead of detaching")
 	return cmd
 }
@@ -189,7 +196,7 @@ and puts them back in the queue.`,
 // among them: every user can read a process's arguments (ps), and a
 // PostgreSQL URL may hold a password. childEnv passes it.
 func (a *app) childArgs(cmd *cobra.Command, o *workerOptions) []string {
-	args := []string{"worker", "run", "--log-level", a.logLevel}
+	args := []string{"worker", "run", "--log-level", a.logLevel, "--slots", strconv.Itoa(o.slots)}
 	for _, q := range o.queues {
 		args = append(args, "--queue", q)
 	}

@@ -74,3 +74,33 @@ func Parse(s string) (time.Duration, error) {
 func isDecimal(s string) bool {
 	return strings.Trim(s, "0123456789.") == "" && strings.Count(s, ".") <= 1 && strings.Trim(s, ".") != ""
 }
+
+// ParseRate parses a rate limit: COUNT/PERIOD, the period "s", "m", "h" or
+// a duration ("10/s", "100/m", "1000/h", "5/30s"), with a count from 1 to
+// 1000000 and a period from 1ms to 24h. "0" and "" are no limit (0, 0).
+func ParseRate(s string) (count int, per time.Duration, err error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "0" {
+		return 0, 0, nil
+	}
+	bad := fmt.Errorf(`invalid rate limit %q: use COUNT/PERIOD, e.g. "10/s", "100/m", "1000/h" or "5/30s" ("0" for none)`, s)
+	num, unit, ok := strings.Cut(s, "/")
+	count, err = strconv.Atoi(strings.TrimSpace(num))
+	if !ok || err != nil || count < 1 || count > 1_000_000 {
+		return 0, 0, bad
+	}
+	switch unit = strings.TrimSpace(unit); unit {
+	case "s":
+		per = time.Second
+	case "m":
+		per = time.Minute
+	case "h":
+		per = time.Hour
+	default:
+		per, err = Parse(unit)
+		if err != nil || per < time.Millisecond || per > 24*time.Hour {
+			return 0, 0, bad
+		}
+	}
+	return count, per, nil
+}

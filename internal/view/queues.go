@@ -1,7 +1,9 @@
 package view
 
 import (
+	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/queuectl/queuectl/queue"
@@ -24,6 +26,44 @@ type Queue struct {
 	OldestPendingAgeSeconds *float64 `json:"oldest_pending_age_seconds"`
 	// Workers serving the queue (named, or serving every queue).
 	Workers int `json:"workers"`
+	// Paused: claims everywhere leave the queue alone (queue pause).
+	Paused bool `json:"paused"`
+	// MaxRunning bounds its jobs running at once everywhere (0: none).
+	MaxRunning int `json:"max_running"`
+	// RateLimit bounds its starts per period, as "10/s" (null: none).
+	RateLimit *string `json:"rate_limit"`
+	// Scheduled is its pending jobs whose run_at is still ahead.
+	Scheduled int `json:"scheduled"`
+}
+
+// Steer adds the queues' controls and scheduled counts to qs (as
+// NewQueues made them), listing the queues known only by a control.
+func Steer(qs []Queue, controls []queue.QueueControl, scheduled map[string]int) []Queue {
+	byName := map[string]int{}
+	for i, q := range qs {
+		byName[q.Name] = i
+	}
+	for _, c := range controls {
+		i, ok := byName[c.Name]
+		if !ok {
+			q := Queue{Name: c.Name, Jobs: map[queue.State]int{}}
+			for _, s := range queue.States() {
+				q.Jobs[s] = 0
+			}
+			qs = append(qs, q)
+			i = len(qs) - 1
+			byName[c.Name] = i
+		}
+		qs[i].Paused, qs[i].MaxRunning = c.Paused, c.MaxRunning
+		if r := c.Rate.String(); r != "" {
+			qs[i].RateLimit = &r
+		}
+	}
+	for i := range qs {
+		qs[i].Scheduled = scheduled[qs[i].Name]
+	}
+	slices.SortFunc(qs, func(a, b Queue) int { return strings.Compare(a.Name, b.Name) })
+	return qs
 }
 
 // NewQueues lists every queue that holds jobs or is declared, by name.
@@ -73,4 +113,34 @@ func NewQueues(status Status, declared []queue.QueueConfig, oldest map[string]ti
 		return 0
 	})
 	return out
+}
+
+// LoadQueues reads from st what `queue list` and GET /api/v1/queues show.
+func LoadQueues(ctx context.Context, st queue.Store, now time.Time) ([]Queue, error) {
+	counts, err := st.CountJobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := st.ListWorkers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	declared, err := st.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, err := st.Metrics(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	controls, err := st.QueueControls(ctx)
+	if err != nil {
+		return nil, err
+	}
+	scheduled, err := st.CountScheduled(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	qs := NewQueues(NewStatus(counts, len(ws)), declared, m.OldestPending, ws, now)
+	return Steer(qs, controls, scheduled), nil
 }

@@ -20,6 +20,19 @@ type Status struct {
 	Jobs    map[queue.State]int            `json:"jobs"`
 	Queues  map[string]map[queue.State]int `json:"queues"`
 	Workers int                            `json:"workers"`
+	// Paused lists the paused queues (queue pause), by name.
+	Paused []string `json:"paused_queues"`
+}
+
+// WithPaused returns s listing the paused queues of controls.
+func (s Status) WithPaused(controls []queue.QueueControl) Status {
+	s.Paused = []string{}
+	for _, c := range controls {
+		if c.Paused {
+			s.Paused = append(s.Paused, c.Name)
+		}
+	}
+	return s
 }
 
 // NewStatus sums counts into a Status.

@@ -131,7 +131,10 @@ func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (queue.
 	var was queue.State
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		was, err = storekit.Cancel(ctx, cancelTx{tx, s.channel}, id, now)
+		if was, err = storekit.Cancel(ctx, cancelTx{tx, s.channel}, id, now); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, notifySQL, s.eventsChannel)
 		return err
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/queue"
 )
 
@@ -18,14 +19,18 @@ import (
 // primary key (with LIMIT $n it may plan to hash the whole table). Its
 // parameters: $1 now, $2 worker, $3 lease until, then $4 the queue (one)
 // or the queues (several). The lease starts at the database's now(), for
-// $3 - $1 (queue.DatabaseClock).
+// $3 - $1 (queue.DatabaseClock). It leaves paused and limited queues alone
+// (claimLimited takes from the limited ones).
 func claimSQL(queues []string, limit int) string {
-	filter := ""
+	filter := steeredGuard
 	switch {
 	case len(queues) == 1:
-		filter = " AND queue = $4"
+		// One queue: a check made once (an InitPlan), not per row, which
+		// keeps the planner on the queue's claim index.
+		filter = ` AND queue = $4 AND NOT EXISTS (SELECT 1 FROM queue_controls qc WHERE qc.name = $4
+			AND (qc.paused OR qc.max_running > 0 OR qc.rate_limit > 0))`
 	case len(queues) > 1:
-		filter = " AND queue = ANY($4)"
+		filter = " AND queue = ANY($4)" + steeredGuard
 	}
 	return `WITH c AS (
 		SELECT id FROM jobs
@@ -56,10 +61,28 @@ func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Jo
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, claimSQL(p.Queues, p.Limit), claimArgs(p)...)
+	limited, err := s.limitedIn(ctx, p.Queues)
 	if err != nil {
 		return nil, fmt.Errorf("claim jobs: %w", err)
 	}
+	var jobs []*queue.Job
+	if len(limited) > 0 {
+		jobs, err = s.claimLimited(ctx, p, limited)
+	} else {
+		var rows pgx.Rows
+		if rows, err = s.pool.Query(ctx, claimSQL(p.Queues, p.Limit), claimArgs(p)...); err == nil {
+			jobs, err = scanClaimed(rows)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// scanClaimed reads claimed jobs (their columns, then seq) in claim order:
+// RETURNING does not keep the CTE's order.
+func scanClaimed(rows pgx.Rows) ([]*queue.Job, error) {
 	defer rows.Close()
 	type claimed struct {
 		job *queue.Job
@@ -68,15 +91,15 @@ func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Jo
 	var got []claimed
 	for rows.Next() {
 		var c claimed
+		var err error
 		if c.job, err = scanJob(rows, &c.seq); err != nil {
-			return nil, fmt.Errorf("claim jobs: %w", err)
+			return nil, err
 		}
 		got = append(got, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("claim jobs: %w", err)
+		return nil, err
 	}
-	// RETURNING does not keep the CTE's order.
 	sort.Slice(got, func(a, b int) bool {
 		x, y := got[a].job, got[b].job
 		if x.Priority != y.Priority {
@@ -99,7 +122,9 @@ func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Jo
 
 // NextRunAt implements queue.Store.
 func (s *Store) NextRunAt(ctx context.Context, queues []string) (time.Time, error) {
-	query := `SELECT min(run_at) FROM jobs WHERE state IN ('pending', 'failed')`
+	// Paused queues hold no runnable work.
+	query := `SELECT min(run_at) FROM jobs WHERE state IN ('pending', 'failed')
+		AND NOT EXISTS (SELECT 1 FROM queue_controls qc WHERE qc.name = jobs.queue AND qc.paused)`
 	var args []any
 	if len(queues) > 0 {
 		query += ` AND queue = ANY($1)`

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/queue"
@@ -62,6 +63,11 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 		}
 		if err := br.Close(); err != nil {
 			return err
+		}
+		if slices.Contains(applied, true) {
+			if _, err := tx.Exec(ctx, notifySQL, s.eventsChannel); err != nil {
+				return err
+			}
 		}
 		if runnable {
 			_, err := tx.Exec(ctx, notifySQL, s.channel)

@@ -10,16 +10,19 @@ import (
 )
 
 // saveLive writes a running attempt's output so far, only while the claim
-// holds.
-const saveLive = `INSERT INTO live_output (job_id, worker, attempt, output, written, updated_at)
+// holds, and announces it to followers (JobEvents) in the same statement.
+const saveLive = `WITH l AS (
+	INSERT INTO live_output (job_id, worker, attempt, output, written, updated_at)
 	SELECT id, worker, attempts, $4, $5, $6 FROM jobs
 	WHERE id = $1 AND worker = $2 AND attempts = $3 AND state = 'processing'
 	ON CONFLICT (job_id) DO UPDATE SET worker = excluded.worker, attempt = excluded.attempt,
-		output = excluded.output, written = excluded.written, updated_at = excluded.updated_at`
+		output = excluded.output, written = excluded.written, updated_at = excluded.updated_at
+	RETURNING 1)
+	SELECT pg_notify($7, '') FROM l`
 
 // SaveLiveOutput implements queue.Store.
 func (s *Store) SaveLiveOutput(ctx context.Context, p queue.LiveOutput) error {
-	if _, err := s.pool.Exec(ctx, saveLive, p.JobID, p.Worker, p.Attempt, queue.LiveTail(p.Output), p.Written, p.UpdatedAt); err != nil {
+	if _, err := s.pool.Exec(ctx, saveLive, p.JobID, p.Worker, p.Attempt, queue.LiveTail(p.Output), p.Written, p.UpdatedAt, s.eventsChannel); err != nil {
 		return fmt.Errorf("save live output: %w", err)
 	}
 	return nil

@@ -62,6 +62,10 @@ type Store struct {
 	pool    *pgxpool.Pool
 	channel string // NOTIFY channel for this schema
 	wake    *waker
+	// eventsChannel announces job events (attempts ended, output appended).
+	eventsChannel string
+	events        *waker
+	limited       limitedCache
 
 	closeOnce sync.Once
 }

@@ -35,10 +35,11 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
-	s := &Store{pool: pool, channel: channelName(schema)}
+	s := &Store{pool: pool, channel: channelName(schema), eventsChannel: eventsChannelName(schema)}
 	listenCfg := cfg.ConnConfig.Copy()
 	listenCfg.RuntimeParams["application_name"] += listenSuffix
 	s.wake = newWaker(listenCfg, s.channel)
+	s.events = newWaker(listenCfg, s.eventsChannel)
 	return s, nil
 }
 
@@ -87,8 +88,12 @@ func hostPort(host string, port uint16) string {
 // channelName is the NOTIFY channel of one schema, so that queues in
 // different schemas of one database do not wake each other. Channel names
 // are identifiers (at most 63 bytes); long schema names are hashed.
-func channelName(schema string) string {
-	const prefix = "queuectl_wake:"
+func channelName(schema string) string { return channelFor("queuectl_wake:", schema) }
+
+// eventsChannelName is the NOTIFY channel of one schema's job events.
+func eventsChannelName(schema string) string { return channelFor("queuectl_events:", schema) }
+
+func channelFor(prefix, schema string) string {
 	if len(prefix)+len(schema) <= 63 {
 		return prefix + schema
 	}
@@ -206,10 +211,11 @@ func schemaVersion(ctx context.Context, tx pgx.Tx, schema string) (int, error) {
 	return version, err
 }
 
-// Close stops the wake-up listener and closes the pool.
+// Close stops the wake-up and event listeners and closes the pool.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.wake.close()
+		s.events.close()
 		s.pool.Close()
 	})
 	return nil

@@ -122,6 +122,7 @@ func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (queue.
 	if was == queue.StateProcessing { // wake its worker's heartbeat
 		s.wake.notify()
 	}
+	s.events.notify()
 	return was, nil
 }
 

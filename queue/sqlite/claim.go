@@ -32,30 +32,27 @@ func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Jo
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	index, filter := claimIndex(p.Queues)
-	args := []any{p.Worker, toUS(p.Now), toUS(p.LeaseUntil), toUS(p.Now), toUS(p.Now)}
-	for _, q := range p.Queues {
-		args = append(args, q)
-	}
-	args = append(args, p.Limit)
-	query := `UPDATE jobs SET state = 'processing', attempts = attempts + 1, worker = ?, started_at = ?,
-		finished_at = NULL, lease_until = ?, updated_at = ?, cancel_requested = 0
-		WHERE rowid IN (SELECT rowid FROM jobs INDEXED BY ` + index + `
-			WHERE state IN ('pending', 'failed') AND run_at <= ?` + filter + `
-			ORDER BY priority DESC, run_at, created_at LIMIT ?)
-		RETURNING rowid`
 	var jobs []*queue.Job
 	err := s.write(ctx, false, func(tx *sql.Tx) error {
 		jobs = nil
-		st, err := s.stmt(ctx, tx, query)
+		st, err := s.stmt(ctx, tx, steeredControls)
 		if err != nil {
 			return err
 		}
-		rows, err := st.QueryContext(ctx, args...)
+		rows, err := st.QueryContext(ctx)
 		if err != nil {
 			return err
 		}
-		ids, err := scanColumn[any](rows)
+		cs, err := scanControls(rows)
+		if err != nil {
+			return err
+		}
+		var ids []any
+		if cs = queue.SteeredIn(cs, p.Queues); len(cs) == 0 {
+			ids, err = s.claimFree(ctx, tx, p)
+		} else {
+			ids, err = s.claimSteered(ctx, tx, p, cs)
+		}
 		if err != nil || len(ids) == 0 {
 			return err
 		}
@@ -90,14 +87,55 @@ func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Jo
 	return jobs, nil
 }
 
+const claimSet = `UPDATE jobs SET state = 'processing', attempts = attempts + 1, worker = ?, started_at = ?,
+		finished_at = NULL, lease_until = ?, updated_at = ?, cancel_requested = 0`
+
+// claimFree claims when no queue it may take from is paused or limited:
+// one statement, the engine's fast path.
+func (s *Store) claimFree(ctx context.Context, tx *sql.Tx, p queue.ClaimParams) ([]any, error) {
+	index, filter := claimIndex(p.Queues)
+	args := []any{p.Worker, toUS(p.Now), toUS(p.LeaseUntil), toUS(p.Now), toUS(p.Now)}
+	for _, q := range p.Queues {
+		args = append(args, q)
+	}
+	args = append(args, p.Limit)
+	st, err := s.stmt(ctx, tx, claimSet+`
+		WHERE rowid IN (SELECT rowid FROM jobs INDEXED BY `+index+`
+			WHERE state IN ('pending', 'failed') AND run_at <= ?`+filter+`
+			ORDER BY priority DESC, run_at, created_at LIMIT ?)
+		RETURNING rowid`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanColumn[any](rows)
+}
+
 // NextRunAt implements queue.Store.
 func (s *Store) NextRunAt(ctx context.Context, queues []string) (time.Time, error) {
-	// A covering scan of the claim index: no table rows are read.
+	// A covering scan of the claim index: no table rows are read (unless
+	// a queue is paused).
 	index, filter := claimIndex(queues)
 	query := `SELECT min(run_at) FROM jobs INDEXED BY ` + index + ` WHERE state IN ('pending', 'failed')` + filter
 	var args []any
 	for _, q := range queues {
 		args = append(args, q)
+	}
+	// Paused queues hold no runnable work: a filter only when some are.
+	rows, err := s.readDB.QueryContext(ctx, `SELECT name FROM queue_controls WHERE paused = 1`)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("next run time: %w", describe(err))
+	}
+	paused, err := scanColumn[any](rows)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("next run time: %w", describe(err))
+	}
+	if len(paused) > 0 {
+		query += ` AND queue NOT IN (` + placeholders(len(paused)) + `)`
+		args = append(args, paused...)
 	}
 	var next sql.NullInt64
 	if err := s.readDB.QueryRowContext(ctx, query, args...).Scan(&next); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 
 	"github.com/queuectl/queuectl/queue"
 )
@@ -72,6 +73,9 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 	}
 	if runnable {
 		s.wake.notify()
+	}
+	if slices.Contains(applied, true) {
+		s.events.notify()
 	}
 	return applied, nil
 }

@@ -28,6 +28,7 @@ func (s *Store) SaveLiveOutput(ctx context.Context, p queue.LiveOutput) error {
 	if err != nil {
 		return fmt.Errorf("save live output: %w", describe(err))
 	}
+	s.events.notify() // followers (JobEvents)
 	return nil
 }
 

@@ -61,6 +61,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s.readDB.SetMaxOpenConns(4)
 	s.readDB.SetMaxIdleConns(4)
 	s.wake = newWaker(abs + "-wake")
+	s.events = newWaker(abs + "-events")
 	return s, nil
 }
 
@@ -198,6 +199,9 @@ func (s *Store) Close() error {
 		st.Close()
 	}
 	s.stmts = map[string]*sql.Stmt{}
+	if s.events != nil {
+		s.events.close()
+	}
 	if s.wake != nil {
 		s.wake.close()
 	}

@@ -60,7 +60,8 @@ type Store struct {
 	closed     bool
 	readOnly   error // why the store was opened read-only (writeDB is nil); nil: writable
 
-	wake *waker
+	wake   *waker
+	events *waker // job events: attempts ended, output appended
 }
 
 // busyWait bounds how long a write waits for other processes' write locks.

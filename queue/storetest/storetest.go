@@ -27,12 +27,15 @@ type NewDB func(t *testing.T) Opener
 // t0 is a fixed, whole-microsecond instant the tests count from.
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
+// suiteCase is one named test of the suite.
+type suiteCase struct {
+	name string
+	fn   func(t *testing.T, open Opener)
+}
+
 // Run runs the whole suite.
 func Run(t *testing.T, newDB NewDB) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, open Opener)
-	}{
+	tests := []suiteCase{
 		{"InsertAndGet", testInsertAndGet},
 		{"DuplicateIDChangesNothing", testDuplicate},
 		{"ClaimOrder", testClaimOrder},
@@ -63,6 +66,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"Metrics", testMetrics},
 		{"LiveOutput", testLiveOutput},
 	}
+	tests = append(tests, controlTests()...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,4 @@
+queue "api" {
+  max_running = -1
+  rate_limit  = "ten/s"
+}

@@ -1,0 +1,266 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/queuectl/queuectl/queue"
+)
+
+const controlColumns = `name, paused, max_running, rate_limit, rate_period_us`
+
+// steeredGuard keeps a claim's free part off paused and limited queues; it
+// reads the controls as they are when the statement runs.
+const steeredGuard = ` AND NOT EXISTS (SELECT 1 FROM queue_controls qc WHERE qc.name = jobs.queue
+			AND (qc.paused OR qc.max_running > 0 OR qc.rate_limit > 0))`
+
+// limitedEvery is how long a store trusts its list of limited queues: a
+// queue that becomes limited is left out of every claim (the guard) until
+// the list is read again, so at most this long.
+const limitedEvery = 500 * time.Millisecond
+
+// limitedCache is the names of the limited queues as last read, so that
+// claims of unlimited queues stay one statement on the SKIP LOCKED path.
+type limitedCache struct {
+	mu    sync.Mutex
+	read  time.Time // monotonic
+	names []string
+}
+
+func scanControl(row pgx.CollectableRow) (queue.QueueControl, error) {
+	var c queue.QueueControl
+	var per int64
+	err := row.Scan(&c.Name, &c.Paused, &c.MaxRunning, &c.Rate.N, &per)
+	c.Rate.Per = time.Duration(per) * time.Microsecond
+	return c, err
+}
+
+// QueueControls implements queue.Store.
+func (s *Store) QueueControls(ctx context.Context) ([]queue.QueueControl, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+controlColumns+` FROM queue_controls ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("queue controls: %w", err)
+	}
+	cs, err := collect(rows, scanControl)
+	if err != nil {
+		return nil, fmt.Errorf("queue controls: %w", err)
+	}
+	return cs, nil
+}
+
+// UpdateQueueControls implements queue.Store. Rows are locked in name
+// order, as claims lock them.
+func (s *Store) UpdateQueueControls(ctx context.Context, u queue.ControlUpdate) error {
+	if err := u.Check(); err != nil {
+		return fmt.Errorf("update queue controls: %w", err)
+	}
+	names := slices.Clone(u.Names)
+	slices.Sort(names)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for _, name := range slices.Compact(names) {
+			if _, err := tx.Exec(ctx, `INSERT INTO queue_controls (name) VALUES ($1) ON CONFLICT DO NOTHING`, name); err != nil {
+				return err
+			}
+			rows, err := tx.Query(ctx, `SELECT `+controlColumns+` FROM queue_controls WHERE name = $1 FOR UPDATE`, name)
+			if err != nil {
+				return err
+			}
+			c, err := pgx.CollectExactlyOneRow(rows, scanControl)
+			if err != nil {
+				return err
+			}
+			c = u.Apply(c)
+			_, err = tx.Exec(ctx, `UPDATE queue_controls SET paused = $2, max_running = $3, rate_limit = $4, rate_period_us = $5
+				WHERE name = $1`, c.Name, c.Paused, c.MaxRunning, c.Rate.N, c.Rate.Per.Microseconds())
+			if err != nil {
+				return err
+			}
+		}
+		// A resume or a raised limit may make work runnable.
+		_, err := tx.Exec(ctx, notifySQL, s.channel)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("update queue controls: %w", err)
+	}
+	s.limited.mu.Lock()
+	s.limited.read = time.Time{} // this process sees its own change at once
+	s.limited.mu.Unlock()
+	s.wake.broadcast()
+	return nil
+}
+
+// limitedIn returns the limited queues a claim of queues (every queue when
+// empty) may take from, as last read (see limitedEvery).
+func (s *Store) limitedIn(ctx context.Context, queues []string) ([]string, error) {
+	c := &s.limited
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.read.IsZero() || time.Since(c.read) > limitedEvery {
+		rows, err := s.pool.Query(ctx, `SELECT name FROM queue_controls WHERE max_running > 0 OR rate_limit > 0`)
+		if err != nil {
+			return nil, err
+		}
+		names, err := collect(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, err
+		}
+		c.names, c.read = names, time.Now()
+	}
+	var out []string
+	for _, n := range c.names {
+		if len(queues) == 0 || slices.Contains(queues, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// claimLimited claims when some queue the claim may take from is limited.
+// In one transaction it locks the limited queues' control rows (in name
+// order; claimers of those queues take turns, claimers of other queues do
+// not wait), counts their running jobs and recent starts, and takes up to
+// p.Limit jobs in claim order from the free queues (SKIP LOCKED, as ever)
+// and up to its allowance from each limited queue. The starts of
+// rate-limited queues are recorded before the locks are released.
+func (s *Store) claimLimited(ctx context.Context, p queue.ClaimParams, limited []string) ([]*queue.Job, error) {
+	var jobs []*queue.Job
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT `+controlColumns+` FROM queue_controls WHERE name = ANY($1)
+			ORDER BY name FOR UPDATE`, limited)
+		if err != nil {
+			return err
+		}
+		cs, err := collect(rows, scanControl)
+		if err != nil {
+			return err
+		}
+		allow := map[string]int{}
+		for _, c := range cs {
+			if !c.Limited() || c.Paused {
+				continue
+			}
+			var running, starts int
+			err := tx.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE queue = $1 AND state = 'processing'`, c.Name).Scan(&running)
+			if err == nil && c.Rate.N > 0 {
+				err = tx.QueryRow(ctx, `SELECT count(*) FROM queue_starts WHERE queue = $1 AND at > $2`,
+					c.Name, p.Now.Add(-c.Rate.Per)).Scan(&starts)
+			}
+			if err != nil {
+				return err
+			}
+			if a := c.Allowance(running, starts); a != 0 {
+				allow[c.Name] = a
+			}
+		}
+		query, args := limitedClaimSQL(p, limited, allow)
+		rows, err = tx.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		if jobs, err = scanClaimed(rows); err != nil {
+			return err
+		}
+		return recordStarts(ctx, tx, cs, jobs, p.Now)
+	})
+	return jobs, err
+}
+
+// limitedClaimSQL builds the statement of claimLimited: one CTE per part
+// (the free queues, then each limited queue with an allowance), each
+// walking a claim index with SKIP LOCKED, and the first p.Limit of their
+// union in claim order are taken.
+func limitedClaimSQL(p queue.ClaimParams, limited []string, allow map[string]int) (string, []any) {
+	args := []any{p.Now, p.Worker, p.LeaseUntil}
+	part := func(filter string, n int) string {
+		return `(SELECT id, priority, run_at, created_at, seq FROM jobs
+			WHERE state IN ('pending', 'failed') AND run_at <= $1` + filter + `
+			ORDER BY priority DESC, run_at, created_at, seq LIMIT ` + strconv.Itoa(n) + ` FOR UPDATE SKIP LOCKED)`
+	}
+	var ctes, names []string
+	var free []string
+	for _, q := range p.Queues {
+		if !slices.Contains(limited, q) {
+			free = append(free, q)
+		}
+	}
+	switch {
+	case len(p.Queues) == 0:
+		ctes = append(ctes, part(steeredGuard, p.Limit))
+	case len(free) > 0:
+		args = append(args, free)
+		ctes = append(ctes, part(` AND queue = ANY($4)`+steeredGuard, p.Limit))
+	}
+	for _, q := range limited {
+		n := allow[q]
+		if n == 0 {
+			continue
+		}
+		if n < 0 || n > p.Limit {
+			n = p.Limit
+		}
+		args = append(args, q)
+		ctes = append(ctes, part(` AND queue = $`+strconv.Itoa(len(args)), n))
+	}
+	if len(ctes) == 0 {
+		return `SELECT ` + jobColumns("") + ` FROM jobs WHERE false`, args[:0]
+	}
+	for i := range ctes {
+		names = append(names, `SELECT * FROM c`+strconv.Itoa(i))
+		ctes[i] = `c` + strconv.Itoa(i) + ` AS ` + ctes[i]
+	}
+	return `WITH ` + strings.Join(ctes, ",\n") + `,
+	pick AS (` + strings.Join(names, " UNION ALL ") + ` ORDER BY priority DESC, run_at, created_at, seq LIMIT ` + strconv.Itoa(p.Limit) + `)
+	UPDATE jobs j SET state = 'processing', attempts = j.attempts + 1, worker = $2, started_at = $1,
+		finished_at = NULL, lease_until = now() + ($3::timestamptz - $1::timestamptz), updated_at = $1,
+		cancel_requested = false
+	FROM pick WHERE j.id = pick.id
+	RETURNING ` + jobColumns("j.") + `, j.seq`, args
+}
+
+// recordStarts notes the starts of rate-limited queues a claim made and
+// forgets those older than their period.
+func recordStarts(ctx context.Context, tx pgx.Tx, cs []queue.QueueControl, jobs []*queue.Job, now time.Time) error {
+	for _, c := range cs {
+		if c.Rate.N <= 0 || c.Paused {
+			continue
+		}
+		n := 0
+		for _, j := range jobs {
+			if j.Queue == c.Name {
+				n++
+			}
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM queue_starts WHERE queue = $1 AND at <= $2`, c.Name, now.Add(-c.Rate.Per)); err != nil {
+			return err
+		}
+		if n > 0 {
+			if _, err := tx.Exec(ctx, `INSERT INTO queue_starts (queue, at) SELECT $1, $2 FROM generate_series(1, $3)`,
+				c.Name, now, n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// CountScheduled implements queue.Store.
+func (s *Store) CountScheduled(ctx context.Context, now time.Time) (map[string]int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT queue, count(*) FROM jobs WHERE state = 'pending' AND run_at > $1 GROUP BY queue`, now)
+	if err != nil {
+		return nil, fmt.Errorf("count scheduled: %w", err)
+	}
+	out := map[string]int{}
+	var q string
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&q, &n}, func() error { out[q] = n; return nil }); err != nil {
+		return nil, fmt.Errorf("count scheduled: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,265 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+const controlColumns = `name, paused, max_running, rate_limit, rate_period_us`
+
+// steeredControls reads the controls that change a claim: paused or limited
+// queues. The table is small, and an empty one costs a claim one probe.
+const steeredControls = `SELECT ` + controlColumns + ` FROM queue_controls
+	WHERE paused = 1 OR max_running > 0 OR rate_limit > 0`
+
+func scanControls(rows *sql.Rows) ([]queue.QueueControl, error) {
+	defer rows.Close()
+	var out []queue.QueueControl
+	for rows.Next() {
+		var c queue.QueueControl
+		var per int64
+		if err := rows.Scan(&c.Name, &c.Paused, &c.MaxRunning, &c.Rate.N, &per); err != nil {
+			return nil, err
+		}
+		c.Rate.Per = time.Duration(per) * time.Microsecond
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// QueueControls implements queue.Store.
+func (s *Store) QueueControls(ctx context.Context) ([]queue.QueueControl, error) {
+	rows, err := s.readDB.QueryContext(ctx, `SELECT `+controlColumns+` FROM queue_controls ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("queue controls: %w", describe(err))
+	}
+	cs, err := scanControls(rows)
+	if err != nil {
+		return nil, fmt.Errorf("queue controls: %w", err)
+	}
+	return cs, nil
+}
+
+// UpdateQueueControls implements queue.Store.
+func (s *Store) UpdateQueueControls(ctx context.Context, u queue.ControlUpdate) error {
+	if err := u.Check(); err != nil {
+		return fmt.Errorf("update queue controls: %w", err)
+	}
+	err := s.write(ctx, true, func(tx *sql.Tx) error {
+		for _, name := range u.Names {
+			c := queue.QueueControl{Name: name}
+			rows, err := tx.QueryContext(ctx, `SELECT `+controlColumns+` FROM queue_controls WHERE name = ?`, name)
+			if err != nil {
+				return err
+			}
+			cs, err := scanControls(rows)
+			if err != nil {
+				return err
+			}
+			if len(cs) == 1 {
+				c = cs[0]
+			}
+			c = u.Apply(c)
+			_, err = tx.ExecContext(ctx, `INSERT INTO queue_controls (`+controlColumns+`) VALUES (?, ?, ?, ?, ?)
+				ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, max_running = excluded.max_running,
+					rate_limit = excluded.rate_limit, rate_period_us = excluded.rate_period_us`,
+				c.Name, c.Paused, c.MaxRunning, c.Rate.N, c.Rate.Per.Microseconds())
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("update queue controls: %w", err)
+	}
+	// A resume or a raised limit may make work runnable.
+	s.wake.notify()
+	return nil
+}
+
+// allowances counts, inside the claim's transaction, how many jobs each
+// limited queue of cs may start now. Paused queues get no entry.
+func (s *Store) allowances(ctx context.Context, tx *sql.Tx, cs []queue.QueueControl, now time.Time) (map[string]int, error) {
+	out := map[string]int{}
+	for _, c := range cs {
+		if c.Paused {
+			continue
+		}
+		var running, starts int
+		// job_counts is kept by triggers: one row read.
+		err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM job_counts WHERE queue = ? AND state = 'processing'`,
+			c.Name).Scan(&running)
+		if err != nil {
+			return nil, err
+		}
+		if c.Rate.N > 0 {
+			err = tx.QueryRowContext(ctx, `SELECT count(*) FROM queue_starts WHERE queue = ? AND at > ?`,
+				c.Name, toUS(now.Add(-c.Rate.Per))).Scan(&starts)
+			if err != nil {
+				return nil, err
+			}
+		}
+		out[c.Name] = c.Allowance(running, starts)
+	}
+	return out, nil
+}
+
+// recordStarts notes the starts of rate-limited queues a claim made and
+// forgets those older than their period.
+func recordStarts(ctx context.Context, tx *sql.Tx, cs []queue.QueueControl, taken map[string]int, now time.Time) error {
+	for _, c := range cs {
+		if c.Rate.N <= 0 || c.Paused {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM queue_starts WHERE queue = ? AND at <= ?`,
+			c.Name, toUS(now.Add(-c.Rate.Per))); err != nil {
+			return err
+		}
+		for range taken[c.Name] {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO queue_starts (queue, at) VALUES (?, ?)`, c.Name, toUS(now)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// candidate is a runnable job a steered claim may take, with its claim
+// order.
+type candidate struct {
+	rowid     int64
+	queue     string
+	priority  int
+	runAt     int64
+	createdAt int64
+}
+
+// claimSteered claims when some queue it may take from is paused or
+// limited. It runs in the claim's write transaction, so no other process
+// claims meanwhile: it counts each limited queue's running jobs and recent
+// starts, reads up to p.Limit candidates from the free queues and up to its
+// allowance from each limited queue, and takes the first p.Limit in claim
+// order.
+func (s *Store) claimSteered(ctx context.Context, tx *sql.Tx, p queue.ClaimParams, cs []queue.QueueControl) ([]any, error) {
+	allow, err := s.allowances(ctx, tx, cs, p.Now)
+	if err != nil {
+		return nil, err
+	}
+	steered := map[string]bool{}
+	for _, c := range cs {
+		steered[c.Name] = true
+	}
+	var cands []candidate
+	free := p.Queues
+	if len(free) > 0 {
+		free = nil
+		for _, q := range p.Queues {
+			if !steered[q] {
+				free = append(free, q)
+			}
+		}
+	}
+	if len(p.Queues) == 0 || len(free) > 0 {
+		filter, args := "", []any{toUS(p.Now)}
+		if len(free) > 0 {
+			filter = " AND queue IN (" + placeholders(len(free)) + ")"
+			for _, q := range free {
+				args = append(args, q)
+			}
+		} else {
+			filter = " AND queue NOT IN (" + placeholders(len(cs)) + ")"
+			for _, c := range cs {
+				args = append(args, c.Name)
+			}
+		}
+		got, err := candidates(ctx, tx, "jobs_claim", filter, append(args, p.Limit))
+		if err != nil {
+			return nil, err
+		}
+		cands = append(cands, got...)
+	}
+	for _, c := range cs {
+		if n := allow[c.Name]; n != 0 && !c.Paused {
+			if n < 0 || n > p.Limit {
+				n = p.Limit
+			}
+			got, err := candidates(ctx, tx, "jobs_claim_queue", " AND queue = ?", []any{toUS(p.Now), c.Name, n})
+			if err != nil {
+				return nil, err
+			}
+			cands = append(cands, got...)
+		}
+	}
+	sort.Slice(cands, func(a, b int) bool {
+		x, y := cands[a], cands[b]
+		if x.priority != y.priority {
+			return x.priority > y.priority
+		}
+		if x.runAt != y.runAt {
+			return x.runAt < y.runAt
+		}
+		return x.createdAt < y.createdAt
+	})
+	cands = cands[:min(len(cands), p.Limit)]
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	ids := make([]any, len(cands))
+	taken := map[string]int{}
+	for i, c := range cands {
+		ids[i] = c.rowid
+		taken[c.queue]++
+	}
+	args := []any{p.Worker, toUS(p.Now), toUS(p.LeaseUntil), toUS(p.Now)}
+	if _, err := tx.ExecContext(ctx, claimSet+` WHERE rowid IN (`+placeholders(len(ids))+`)`, append(args, ids...)...); err != nil {
+		return nil, err
+	}
+	return ids, recordStarts(ctx, tx, cs, taken, p.Now)
+}
+
+// candidates reads runnable jobs in claim order through index; args are
+// now, the filter's values, then the limit.
+func candidates(ctx context.Context, tx *sql.Tx, index, filter string, args []any) ([]candidate, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT rowid, queue, priority, run_at, created_at FROM jobs INDEXED BY `+index+`
+		WHERE state IN ('pending', 'failed') AND run_at <= ?`+filter+`
+		ORDER BY priority DESC, run_at, created_at LIMIT ?`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []candidate
+	for rows.Next() {
+		var c candidate
+		if err := rows.Scan(&c.rowid, &c.queue, &c.priority, &c.runAt, &c.createdAt); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// CountScheduled implements queue.Store.
+func (s *Store) CountScheduled(ctx context.Context, now time.Time) (map[string]int, error) {
+	rows, err := s.readDB.QueryContext(ctx, `SELECT queue, count(*) FROM jobs INDEXED BY jobs_pending_run_at
+		WHERE state = 'pending' AND run_at > ? GROUP BY queue`, toUS(now))
+	if err != nil {
+		return nil, fmt.Errorf("count scheduled: %w", describe(err))
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var q string
+		var n int
+		if err := rows.Scan(&q, &n); err != nil {
+			return nil, fmt.Errorf("count scheduled: %w", err)
+		}
+		out[q] = n
+	}
+	return out, rows.Err()
+}
