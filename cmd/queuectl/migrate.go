@@ -88,8 +88,9 @@ func readAllJobs(ctx context.Context, st queue.Store) ([]queue.JobRecord, int, e
 	return recs, attempts, nil
 }
 
-// copySetup copies settings, declared queues and recurring jobs (their
-// schedule cursors start now in the target, as when a file is applied).
+// copySetup copies settings, declared queues, queue pauses and limits, and
+// recurring jobs (their schedule cursors start now in the target, as when a
+// file is applied).
 func copySetup(ctx context.Context, src, dst queue.Store, now time.Time) (settings, queues, templates int, err error) {
 	kv, err := src.GetConfig(ctx)
 	if err != nil {
@@ -106,6 +107,16 @@ func copySetup(ctx context.Context, src, dst queue.Store, now time.Time) (settin
 	}
 	if err := dst.ApplyQueues(ctx, qs); err != nil {
 		return 0, 0, 0, err
+	}
+	cs, err := src.QueueControls(ctx)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for _, c := range cs { // pauses and limits
+		u := queue.ControlUpdate{Names: []string{c.Name}, Paused: &c.Paused, MaxRunning: &c.MaxRunning, Rate: &c.Rate}
+		if err := dst.UpdateQueueControls(ctx, u); err != nil {
+			return 0, 0, 0, err
+		}
 	}
 	ts, err := src.Templates(ctx)
 	if err != nil {

@@ -47,6 +47,7 @@ type Config struct {
 	IdleFor        time.Duration // how long idle CPU is measured
 	ScaleFinished  int           // finished jobs in the large table
 	ScalePending   int           // pending jobs in the large table
+	RateFor        time.Duration // how long the ratelimit scenario counts starts
 	Only           []string      // run only these scenarios (names); empty = all
 	Progress       io.Writer     // progress lines; nil = none
 }
@@ -56,7 +57,7 @@ func Defaults() Config {
 	return Config{
 		Runs: 3, EnqueueJobs: 100_000, EngineJobs: 20_000, ShellJobs: 2_000, Workers: 2,
 		LatencySamples: 200, IdleWorkers: 4, IdleFor: 30 * time.Second,
-		ScaleFinished: 1_000_000, ScalePending: 100_000,
+		ScaleFinished: 1_000_000, ScalePending: 100_000, RateFor: 20 * time.Second,
 	}
 }
 
@@ -65,7 +66,7 @@ func Quick() Config {
 	return Config{
 		Runs: 1, EnqueueJobs: 5_000, EngineJobs: 2_000, ShellJobs: 200, Workers: 2,
 		LatencySamples: 20, IdleWorkers: 2, IdleFor: 2 * time.Second,
-		ScaleFinished: 20_000, ScalePending: 5_000,
+		ScaleFinished: 20_000, ScalePending: 5_000, RateFor: 3 * time.Second,
 	}
 }
 
@@ -111,6 +112,8 @@ var scenarios = []scenario{
 	{"latency", (*runner).latency},
 	{"idle", (*runner).idle},
 	{"scale", (*runner).scale},
+	{"limits", (*runner).limits},
+	{"ratelimit", (*runner).ratelimit},
 }
 
 // Scenarios lists the scenario names in the order they run.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/queuectl/queuectl/queue"
@@ -93,15 +94,19 @@ func (s *Store) allowances(ctx context.Context, tx *sql.Tx, cs []queue.QueueCont
 		}
 		var running, starts int
 		// job_counts is kept by triggers: one row read.
-		err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM job_counts WHERE queue = ? AND state = 'processing'`,
-			c.Name).Scan(&running)
+		count, err := s.stmt(ctx, tx, `SELECT coalesce(sum(n), 0) FROM job_counts WHERE queue = ? AND state = 'processing'`)
 		if err != nil {
 			return nil, err
 		}
+		if err := count.QueryRowContext(ctx, c.Name).Scan(&running); err != nil {
+			return nil, err
+		}
 		if c.Rate.N > 0 {
-			err = tx.QueryRowContext(ctx, `SELECT count(*) FROM queue_starts WHERE queue = ? AND at > ?`,
-				c.Name, toUS(now.Add(-c.Rate.Per))).Scan(&starts)
+			recent, err := s.stmt(ctx, tx, `SELECT count(*) FROM queue_starts WHERE queue = ? AND at > ?`)
 			if err != nil {
+				return nil, err
+			}
+			if err := recent.QueryRowContext(ctx, c.Name, toUS(now.Add(-c.Rate.Per))).Scan(&starts); err != nil {
 				return nil, err
 			}
 		}
@@ -112,19 +117,32 @@ func (s *Store) allowances(ctx context.Context, tx *sql.Tx, cs []queue.QueueCont
 
 // recordStarts notes the starts of rate-limited queues a claim made and
 // forgets those older than their period.
-func recordStarts(ctx context.Context, tx *sql.Tx, cs []queue.QueueControl, taken map[string]int, now time.Time) error {
+func (s *Store) recordStarts(ctx context.Context, tx *sql.Tx, cs []queue.QueueControl, taken map[string]int, now time.Time) error {
 	for _, c := range cs {
 		if c.Rate.N <= 0 || c.Paused {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM queue_starts WHERE queue = ? AND at <= ?`,
-			c.Name, toUS(now.Add(-c.Rate.Per))); err != nil {
+		forget, err := s.stmt(ctx, tx, `DELETE FROM queue_starts WHERE queue = ? AND at <= ?`)
+		if err != nil {
 			return err
 		}
-		for range taken[c.Name] {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO queue_starts (queue, at) VALUES (?, ?)`, c.Name, toUS(now)); err != nil {
-				return err
-			}
+		if _, err := forget.ExecContext(ctx, c.Name, toUS(now.Add(-c.Rate.Per))); err != nil {
+			return err
+		}
+		n := taken[c.Name]
+		if n == 0 {
+			continue
+		}
+		note, err := s.stmt(ctx, tx, `INSERT INTO queue_starts (queue, at) VALUES `+strings.TrimSuffix(strings.Repeat("(?, ?), ", n), ", "))
+		if err != nil {
+			return err
+		}
+		args := make([]any, 0, 2*n)
+		for range n {
+			args = append(args, c.Name, toUS(now))
+		}
+		if _, err := note.ExecContext(ctx, args...); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -178,7 +196,7 @@ func (s *Store) claimSteered(ctx context.Context, tx *sql.Tx, p queue.ClaimParam
 				args = append(args, c.Name)
 			}
 		}
-		got, err := candidates(ctx, tx, "jobs_claim", filter, append(args, p.Limit))
+		got, err := s.candidates(ctx, tx, "jobs_claim", filter, append(args, p.Limit))
 		if err != nil {
 			return nil, err
 		}
@@ -189,7 +207,7 @@ func (s *Store) claimSteered(ctx context.Context, tx *sql.Tx, p queue.ClaimParam
 			if n < 0 || n > p.Limit {
 				n = p.Limit
 			}
-			got, err := candidates(ctx, tx, "jobs_claim_queue", " AND queue = ?", []any{toUS(p.Now), c.Name, n})
+			got, err := s.candidates(ctx, tx, "jobs_claim_queue", " AND queue = ?", []any{toUS(p.Now), c.Name, n})
 			if err != nil {
 				return nil, err
 			}
@@ -217,18 +235,26 @@ func (s *Store) claimSteered(ctx context.Context, tx *sql.Tx, p queue.ClaimParam
 		taken[c.queue]++
 	}
 	args := []any{p.Worker, toUS(p.Now), toUS(p.LeaseUntil), toUS(p.Now)}
-	if _, err := tx.ExecContext(ctx, claimSet+` WHERE rowid IN (`+placeholders(len(ids))+`)`, append(args, ids...)...); err != nil {
+	take, err := s.stmt(ctx, tx, claimSet+` WHERE rowid IN (`+placeholders(len(ids))+`)`)
+	if err != nil {
 		return nil, err
 	}
-	return ids, recordStarts(ctx, tx, cs, taken, p.Now)
+	if _, err := take.ExecContext(ctx, append(args, ids...)...); err != nil {
+		return nil, err
+	}
+	return ids, s.recordStarts(ctx, tx, cs, taken, p.Now)
 }
 
 // candidates reads runnable jobs in claim order through index; args are
 // now, the filter's values, then the limit.
-func candidates(ctx context.Context, tx *sql.Tx, index, filter string, args []any) ([]candidate, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT rowid, queue, priority, run_at, created_at FROM jobs INDEXED BY `+index+`
+func (s *Store) candidates(ctx context.Context, tx *sql.Tx, index, filter string, args []any) ([]candidate, error) {
+	st, err := s.stmt(ctx, tx, `SELECT rowid, queue, priority, run_at, created_at FROM jobs INDEXED BY `+index+`
 		WHERE state IN ('pending', 'failed') AND run_at <= ?`+filter+`
-		ORDER BY priority DESC, run_at, created_at LIMIT ?`, args...)
+		ORDER BY priority DESC, run_at, created_at LIMIT ?`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,142 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+// The queue-limit scenarios: what the claim's limit checks cost the engine,
+// and how closely a rate limit holds with several worker processes.
+
+// rateLimit is the limit the ratelimit scenario holds its workers to.
+var rateLimit = queue.RateLimit{N: 50, Per: time.Second}
+
+// rateWorkers is how many worker processes share the rate-limited queue.
+const rateWorkers = 4
+
+// limits: the engine at 8 slots on a queue without limits, then on the same
+// queue with limits that never bind (so every claim takes the limited
+// path: counts, and on PostgreSQL the queue row's lock), run after run.
+func (b *runner) limits(ctx context.Context) ([]Result, error) {
+	var free, limited []float64
+	for range b.cfg.Runs {
+		for _, limit := range []bool{false, true} {
+			runs, err := b.oneRun(ctx, func(ctx context.Context, dsn string) (float64, error) {
+				st, err := b.cfg.Open(ctx, dsn)
+				if err != nil {
+					return 0, err
+				}
+				defer st.Close()
+				if limit {
+					err := st.UpdateQueueControls(ctx, queue.ControlUpdate{Names: []string{queue.DefaultQueue},
+						MaxRunning: ptr(1_000_000), Rate: &queue.RateLimit{N: 1_000_000, Per: time.Second}})
+					if err != nil {
+						return 0, err
+					}
+				}
+				jobs, err := newJobs(b.cfg.EngineJobs, "n", "noop", time.Now())
+				if err != nil {
+					return 0, err
+				}
+				if err := insert(ctx, st, jobs); err != nil {
+					return 0, err
+				}
+				return b.engineRate(ctx, st, b.cfg.EngineJobs, 8)
+			})
+			if err != nil {
+				return nil, err
+			}
+			if limit {
+				limited = append(limited, runs)
+			} else {
+				free = append(free, runs)
+			}
+		}
+	}
+	return []Result{result("limits", "engine claim+complete, 8 slots, queue with max_running and rate_limit that never bind",
+		"jobs/s", limited, "the same queue without limits", median(free), "higher")}, nil
+}
+
+// oneRun runs fn once on a fresh database.
+func (b *runner) oneRun(ctx context.Context, fn func(ctx context.Context, dsn string) (float64, error)) (float64, error) {
+	dsn, cleanup, err := b.cfg.NewDB(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer cleanup()
+	return fn(ctx, dsn)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// ratelimit: rate_limit = "50/s" on a queue that four worker processes
+// drain of shell jobs ("true"); it counts the starts within RateFor of the
+// first one, against the limit's allowance for that time.
+func (b *runner) ratelimit(ctx context.Context) ([]Result, error) {
+	window := b.cfg.RateFor
+	allowed := float64(rateLimit.N) * window.Seconds() / rateLimit.Per.Seconds()
+	runs, err := b.repeat(ctx, func(ctx context.Context, dsn string) (float64, error) {
+		st, err := b.cfg.Open(ctx, dsn)
+		if err != nil {
+			return 0, err
+		}
+		defer st.Close()
+		rate := rateLimit
+		if err := st.UpdateQueueControls(ctx, queue.ControlUpdate{Names: []string{queue.DefaultQueue}, Rate: &rate}); err != nil {
+			return 0, err
+		}
+		// Enough work to outlast the window at the limit.
+		jobs, err := newJobs(int(allowed*1.5)+rateLimit.N, "r", "true", time.Now())
+		if err != nil {
+			return 0, err
+		}
+		if err := insert(ctx, st, jobs); err != nil {
+			return 0, err
+		}
+		if _, err := b.startWorkers(ctx, dsn, rateWorkers); err != nil {
+			return 0, err
+		}
+		defer b.stopWorkers(dsn)
+		select {
+		case <-time.After(window + 2*time.Second):
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		return startsWithin(ctx, st, window)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []Result{result("ratelimit", fmt.Sprintf("starts in %s under rate_limit = %q, %d worker processes", window, rateLimit, rateWorkers),
+		"starts", runs, "the limit's allowance", allowed, "lower")}, nil
+}
+
+// startsWithin counts the jobs whose (latest) start lies within window of
+// the first start.
+func startsWithin(ctx context.Context, st queue.Store, window time.Duration) (float64, error) {
+	jobs, err := st.ListJobs(ctx, queue.ListParams{})
+	if err != nil {
+		return 0, err
+	}
+	var starts []time.Time
+	for _, j := range jobs {
+		if !j.StartedAt.IsZero() {
+			starts = append(starts, j.StartedAt)
+		}
+	}
+	if len(starts) == 0 {
+		return 0, fmt.Errorf("no job started")
+	}
+	sort.Slice(starts, func(a, b int) bool { return starts[a].Before(starts[b]) })
+	n := 0
+	for _, s := range starts {
+		if s.Sub(starts[0]) < window {
+			n++
+		}
+	}
+	return float64(n), nil
+}
