@@ -256,3 +256,31 @@ func TestE2EPauseRacesClaims(t *testing.T) {
 		})
 	})
 }
+
+func TestE2EOperatorBadInput(t *testing.T) {
+	c := newCLI(t)
+	id := strings.TrimSpace(c.ok("enqueue", "--command", "true"))
+	for _, args := range [][]string{
+		{"queue", "set", "q", "--rate-limit", "fast"},
+		{"queue", "set", "q", "--max-running", "-1"},
+		{"queue", "set", "q"},
+		{"queue", "pause"},
+		{"queue", "pause", "bad name"},
+		{"wait", id, "--timeout", "soon"},
+		{"wait"},
+		{"enqueue", "--command", "true", "--follow"},
+		{"output", "-f", id, "--attempt", "1"},
+		{"worker", "start", "--concurrency", "0"},
+	} {
+		out, errOut, code := c.run(args...)
+		if code != 2 || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("queuectl %s: exit %d, stdout %q, stderr %q; want exit 2 and one line", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+	if out := c.ok("queue", "list", "--json"); strings.Contains(out, `"paused": true`) || strings.Contains(out, `"name": "q"`) {
+		t.Errorf("refused commands changed the queues: %s", out)
+	}
+	if n := len(c.list("")); n != 1 {
+		t.Errorf("%d jobs after refused commands, want 1", n)
+	}
+}
