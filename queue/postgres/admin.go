@@ -82,29 +82,18 @@ func lockJobs(ctx context.Context, tx pgx.Tx, named []string, allDead bool, q st
 	if err != nil {
 		return nil, err
 	}
-	states := map[string]string{}
+	states := map[string]queue.State{}
 	var id, state string
 	if _, err = pgx.ForEachRow(rows, []any{&id, &state}, func() error {
-		states[id] = state
+		states[id] = queue.State(state)
 		return nil
 	}); err != nil {
 		return nil, err
 	}
-	out := ids[:0]
-	for _, id := range ids {
-		state, ok := states[id]
-		switch {
-		case !ok:
-			return nil, fmt.Errorf("job %q: %w", id, queue.ErrNotFound)
-		case state == "":
-			continue // named twice
-		case !allow(queue.State(state)):
-			return nil, fmt.Errorf("job %q is %s: %w (%s)", id, state, queue.ErrConflict, rule)
-		}
-		states[id] = ""
-		out = append(out, id)
-	}
-	return out, nil
+	return storekit.PickJobs(ids, func(id string) (queue.State, bool, error) {
+		s, ok := states[id]
+		return s, ok, nil
+	}, allow, rule)
 }
 
 // DiscardJobs implements queue.Store. It deletes all named jobs or none.

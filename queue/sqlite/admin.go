@@ -63,27 +63,9 @@ func pickJobs(ctx context.Context, tx *sql.Tx, named []string, allDead bool, q s
 		}
 		ids = append(ids, dead...)
 	}
-	seen := make(map[string]bool, len(ids))
-	out := ids[:0]
-	for _, id := range ids {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		var state string
-		err := tx.QueryRowContext(ctx, `SELECT state FROM jobs WHERE id = ?`, id).Scan(&state)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("job %q: %w", id, queue.ErrNotFound)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if !allow(queue.State(state)) {
-			return nil, fmt.Errorf("job %q is %s: %w (%s)", id, state, queue.ErrConflict, rule)
-		}
-		out = append(out, id)
-	}
-	return out, nil
+	return storekit.PickJobs(ids, func(id string) (queue.State, bool, error) {
+		return cancelTx{tx}.JobState(ctx, id)
+	}, allow, rule)
 }
 
 // DiscardJobs implements queue.Store. It deletes all named jobs or none.
