@@ -28,9 +28,10 @@ Keys may be spelled with underscores (max_retries).`,
 	}
 	var asJSON bool
 	get := &cobra.Command{
-		Use:   "get [KEY]",
-		Short: "Show one or all settings",
-		Args:  cobra.MaximumNArgs(1),
+		Use:     "get [KEY]",
+		Aliases: []string{"show"},
+		Short:   "Show one or all settings",
+		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			keys := queue.SettingKeys()
 			if len(args) == 1 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +66,10 @@ func TestLoggerAutoFormat(t *testing.T) {
 			line := strings.TrimSpace(string(buf[:n]))
 			if got := strings.HasPrefix(line, "{") && strings.Contains(line, `"job_id":"j1"`); got != tc.json {
 				t.Fatalf("JSON = %v, want %v: %q", got, tc.json, line)
+			}
+			// Timestamps carry milliseconds, in UTC, in either format.
+			if !regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z`).MatchString(line) {
+				t.Fatalf("no timestamp with milliseconds: %q", line)
 			}
 		})
 	}

@@ -275,9 +275,10 @@ func TestE2ERetentionAndCleanup(t *testing.T) {
 	})
 	c.ok("worker", "stop")
 
-	// The cap kept the head and the tail of the big output: show says so.
-	if out := c.ok("show", "big"); !strings.Contains(out, "note: the output of attempt 1 was truncated: ") {
-		t.Fatalf("show does not say the output was truncated:\n%s", out)
+	// The cap (1 MiB) kept the head and the tail of the big output: show
+	// says so, and by how much.
+	if out := c.ok("show", "big"); !strings.Contains(out, fmt.Sprintf("note: the output of attempt 1 was truncated: %d bytes dropped", 2000000-1<<20)) {
+		t.Fatalf("show does not say the output was truncated, by how much:\n%s", out)
 	}
 	if out := c.ok("cleanup", "--older-than", "0s", "--dry-run"); out != "would delete 3 job(s)\n" {
 		t.Fatalf("cleanup --dry-run: %q", out)
@@ -410,6 +411,9 @@ func TestE2ESmallThings(t *testing.T) {
 	c.ok("enqueue", "--id", "c", "--command", "true")
 	if got, show := c.ok("config", "get", "timeout"), c.ok("show", "c"); got != "none\n" || !strings.Contains(show, "timeout:      none") {
 		t.Fatalf("config get timeout %q; show:\n%s", got, show)
+	}
+	if all := c.ok("config", "show"); !regexp.MustCompile(`(?m)^timeout\s+none\s+default$`).MatchString(all) {
+		t.Fatalf("config show does not write no timeout as config get does:\n%s", all)
 	}
 	for _, cmd := range []string{"status", "stats"} {
 		if out := c.ok(cmd); !regexp.MustCompile(`(?m)^total\s`).MatchString(out) {
