@@ -51,7 +51,7 @@ type Config struct {
 // maxScan bounds how many slots one template's catch-up walks through.
 const maxScan = 1_000_000
 
-// Scheduler fires recurring jobs. Start it once; Stop is safe to call twice.
+// Scheduler fires recurring jobs. Start and Stop are safe to call twice.
 type Scheduler struct {
 	store Store
 	cfg   Config
@@ -60,9 +60,11 @@ type Scheduler struct {
 	mu    sync.Mutex
 	specs map[string]*cronspec.Schedule // by zone + spec
 
-	cancel   context.CancelFunc
-	done     chan struct{}
-	stopOnce sync.Once
+	life    sync.Mutex // guards the fields below
+	started bool
+	stopped bool
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 // New returns a scheduler that has not started.
@@ -82,27 +84,36 @@ func New(store Store, cfg Config) *Scheduler {
 	return &Scheduler{store: store, cfg: cfg, log: cfg.Log.With().Str("component", "scheduler").Logger(), specs: map[string]*cronspec.Schedule{}}
 }
 
-// Start runs the scheduler loop until Stop.
+// Start runs the scheduler loop until Stop. A second call, or one after
+// Stop, does nothing.
 func (s *Scheduler) Start(ctx context.Context) error {
+	s.life.Lock()
+	defer s.life.Unlock()
+	if s.started || s.stopped {
+		return nil
+	}
+	s.started = true
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.cancel = cancel
-	s.done = make(chan struct{})
+	s.cancel, s.done = cancel, make(chan struct{})
 	go s.loop(ctx)
 	return nil
 }
 
-// Stop ends the loop; a tick in progress finishes first.
+// Stop ends the loop; a tick in progress finishes first (or ctx ends the
+// wait). It is safe to call twice.
 func (s *Scheduler) Stop(ctx context.Context) error {
-	s.stopOnce.Do(func() {
-		if s.cancel == nil {
-			return
-		}
-		s.cancel()
-		select {
-		case <-s.done:
-		case <-ctx.Done():
-		}
-	})
+	s.life.Lock()
+	s.stopped = true
+	cancel, done := s.cancel, s.done
+	s.life.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 	return nil
 }
 
