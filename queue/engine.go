@@ -184,12 +184,22 @@ func (e *Engine) Start(ctx context.Context) error {
 	return e.startErr
 }
 
-func (e *Engine) start(ctx context.Context) error {
+func (e *Engine) start(ctx context.Context) (err error) {
 	now := e.cfg.Clock.Now()
 	e.me.StartedAt, e.me.HeartbeatAt = now, now
 	if err := e.store.RegisterWorker(ctx, &e.me); err != nil {
 		return fmt.Errorf("register worker: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			// Leave nothing running or registered behind: no job runs yet,
+			// so Stop only stops the parts and unregisters.
+			if serr := e.Stop(context.Background()); serr != nil {
+				e.log.Warn().Err(serr).Msg("stop after a failed start")
+			}
+		}
+	}()
+	e.finish.start()
 	if err := e.wakes.Start(); err != nil {
 		return err
 	}
@@ -211,6 +221,7 @@ func (e *Engine) RescueOnce(ctx context.Context) (int, error) {
 // and records the outcomes. It is the engine's loop body without waiting,
 // for tests driven by a fake clock and for one-shot use.
 func (e *Engine) ProcessAvailable(ctx context.Context) (int, error) {
+	e.finish.start()
 	n := 0
 	var wg sync.WaitGroup
 	for _, l := range e.cfg.Lanes {

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"runtime"
+	"sync"
 	"time"
 )
 
@@ -15,6 +16,9 @@ type finisher struct {
 	reqs  chan finishReq
 	done  chan struct{}
 	log   func(err error, try int)
+
+	startOnce, closeOnce sync.Once
+	started              bool
 }
 
 const (
@@ -33,9 +37,16 @@ type finishReply struct {
 }
 
 func newFinisher(store Store, log func(err error, try int)) *finisher {
-	f := &finisher{store: store, reqs: make(chan finishReq), done: make(chan struct{}), log: log}
-	go f.loop()
-	return f
+	return &finisher{store: store, reqs: make(chan finishReq), done: make(chan struct{}), log: log}
+}
+
+// start starts writing outcomes. It is safe to call twice; once close has
+// been called it does nothing.
+func (f *finisher) start() {
+	f.startOnce.Do(func() {
+		f.started = true
+		go f.loop()
+	})
 }
 
 // finish records one outcome and reports whether its claim still held.
@@ -46,10 +57,16 @@ func (f *finisher) finish(fin Finish) (bool, error) {
 	return r.applied, r.err
 }
 
-// close stops the loop once the requests already sent are written.
+// close stops the loop once the requests already sent are written. It is
+// safe to call twice, and before start (which then never starts).
 func (f *finisher) close() {
-	close(f.reqs)
-	<-f.done
+	f.startOnce.Do(func() {}) // a later start does nothing
+	f.closeOnce.Do(func() {
+		close(f.reqs)
+		if f.started {
+			<-f.done
+		}
+	})
 }
 
 func (f *finisher) loop() {
