@@ -202,8 +202,9 @@ func TestEngineStopInterruptsWhenGraceEnds(t *testing.T) {
 	}
 
 	got := getJob(t, st, "long")
-	if got.State != queue.StatePending || got.Attempts != 0 {
-		t.Errorf("interrupted job: state %s attempts %d, want pending 0 (attempt not charged)", got.State, got.Attempts)
+	if got.State != queue.StatePending || got.Attempts != 1 || got.Uncharged != 1 {
+		t.Errorf("interrupted job: state %s attempts %d uncharged %d, want pending 1 1 (attempt not charged)",
+			got.State, got.Attempts, got.Uncharged)
 	}
 	h := history(t, st, "long")
 	if len(h) != 1 || h[0].Outcome != queue.OutcomeInterrupted || h[0].Number != 1 {
@@ -218,16 +219,22 @@ func TestEngineStopInterruptsWhenGraceEnds(t *testing.T) {
 		t.Errorf("workers still registered after Stop: %v", ids)
 	}
 
-	// The next worker runs it as attempt 1 again.
+	// The next worker runs it as attempt 2: attempt numbers are never
+	// taken back, so a rescuer looking for attempt 1's leftovers (by
+	// QUEUECTL_ATTEMPT) cannot take attempt 2's processes for them.
 	clock := newFakeClock(time.Now().Add(time.Second))
 	rerun := &scripted{clock: clock, results: []queue.RunResult{exited(0)}}
 	next := &fakeEngine{store: st, clock: clock, runner: rerun, eng: queue.NewEngine(st, rerun.runner(), queue.EngineConfig{Clock: clock, Processes: proc.Host{}})}
 	next.process(t, 1)
-	if env := rerun.calls()[0].Env; !slices.Contains(env, "QUEUECTL_ATTEMPT=1") {
-		t.Errorf("rerun env %v, want QUEUECTL_ATTEMPT=1", env)
+	if env := rerun.calls()[0].Env; !slices.Contains(env, "QUEUECTL_ATTEMPT=2") {
+		t.Errorf("rerun env %v, want QUEUECTL_ATTEMPT=2", env)
 	}
-	if got := getJob(t, st, "long"); got.State != queue.StateCompleted || got.Attempts != 1 {
-		t.Errorf("rerun: state %s attempts %d, want completed 1", got.State, got.Attempts)
+	if got := getJob(t, st, "long"); got.State != queue.StateCompleted || got.Attempts != 2 || got.MaxAttempts() != 5 {
+		t.Errorf("rerun: state %s attempts %d of %d, want completed 2 of 5 (4 charged and the interrupted one)",
+			got.State, got.Attempts, got.MaxAttempts())
+	}
+	if h := history(t, st, "long"); len(h) != 2 || h[0].Number != 1 || h[1].Number != 2 {
+		t.Errorf("history %+v, want attempts numbered 1 and 2", h)
 	}
 }
 

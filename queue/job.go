@@ -84,7 +84,8 @@ type Job struct {
 	Command         string
 	State           State
 	Priority        int
-	Attempts        int // attempts started so far
+	Attempts        int // attempts started so far: the number of the latest
+	Uncharged       int // attempts not charged against MaxRetries (interrupted by a shutdown)
 	MaxRetries      int // retries after the first attempt: 3 means at most 4 attempts
 	Timeout         time.Duration
 	BackoffBase     float64
@@ -105,8 +106,9 @@ type Job struct {
 	CancelRequested bool
 }
 
-// MaxAttempts is the total number of attempts the job may make.
-func (j *Job) MaxAttempts() int { return j.MaxRetries + 1 }
+// MaxAttempts is the total number of attempts the job may make: the
+// uncharged ones come on top of MaxRetries+1.
+func (j *Job) MaxAttempts() int { return j.MaxRetries + 1 + j.Uncharged }
 
 // JobJSON is the stable JSON form of a job (see docs/cli.md).
 type JobJSON struct {

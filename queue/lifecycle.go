@@ -153,25 +153,28 @@ func attemptEvent(o Outcome) Event {
 // records it. This switch is the whole retry / dead-letter decision.
 func (p RetryPolicy) Decide(j *Job, worker string, e End, now time.Time) Finish {
 	f := Finish{
-		JobID: j.ID, Worker: worker, Attempt: j.Attempts, Attempts: j.Attempts, ExitCode: e.ExitCode, Error: e.Error, Now: now,
+		JobID: j.ID, Worker: worker, Attempt: j.Attempts, Attempts: j.Attempts, Uncharged: j.Uncharged,
+		ExitCode: e.ExitCode, Error: e.Error, Now: now,
 		Record: Attempt{
 			JobID: j.ID, Number: j.Attempts, StartedAt: e.Started, FinishedAt: e.Finished, ExitCode: e.ExitCode,
 			Signal: e.Signal, Outcome: e.Outcome, Worker: worker, Error: e.Error, Output: e.Output, Dropped: e.Dropped,
 		},
 	}
+	charged := j.Attempts - j.Uncharged // this attempt included
 	switch ev := attemptEvent(e.Outcome); {
 	case ev == EventSucceed:
 		f.State = StateCompleted
 	case ev == EventStop:
 		f.State = StateCancelled
 	case ev == EventInterrupt:
-		// Shutdown stopped the job: run it again soon, without charging the attempt.
+		// Shutdown stopped the job: run it again soon, without charging the
+		// attempt. Its number stays taken: the next attempt has the next one.
 		f.State = StatePending
-		f.Attempts = j.Attempts - 1
+		f.Uncharged = j.Uncharged + 1
 		f.RunAt = now
-	case j.Attempts <= j.MaxRetries:
+	case charged <= j.MaxRetries:
 		f.State = StateFailed
-		f.RunAt = now.Add(p.delay(j, j.Attempts))
+		f.RunAt = now.Add(p.delay(j, charged))
 	default:
 		f.State = StateDead
 	}

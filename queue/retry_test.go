@@ -75,8 +75,8 @@ func TestRetryPolicyDecide(t *testing.T) {
 		{"success completes", 1, 3, queue.End{Outcome: queue.OutcomeSucceeded, ExitCode: code(0)}, queue.StateCompleted, 1, -1},
 		{"user cancel cancels", 1, 3, queue.End{Outcome: queue.OutcomeCancelled, Error: "cancelled by user"}, queue.StateCancelled, 1, -1},
 		{"cancel with no retries left still cancels", 4, 3, queue.End{Outcome: queue.OutcomeCancelled}, queue.StateCancelled, 4, -1},
-		{"interrupt goes back to pending uncharged", 2, 3, queue.End{Outcome: queue.OutcomeInterrupted}, queue.StatePending, 1, 0},
-		{"interrupt on the last attempt is not dead", 4, 3, queue.End{Outcome: queue.OutcomeInterrupted}, queue.StatePending, 3, 0},
+		{"interrupt goes back to pending uncharged", 2, 3, queue.End{Outcome: queue.OutcomeInterrupted}, queue.StatePending, 2, 0},
+		{"interrupt on the last attempt is not dead", 4, 3, queue.End{Outcome: queue.OutcomeInterrupted}, queue.StatePending, 4, 0},
 		{"failure with retries left", 1, 3, queue.End{Outcome: queue.OutcomeFailed, ExitCode: code(1)}, queue.StateFailed, 1, 2 * time.Second},
 		{"third failure of four", 3, 3, queue.End{Outcome: queue.OutcomeFailed, ExitCode: code(1)}, queue.StateFailed, 3, 8 * time.Second},
 		{"failure with no retries left", 4, 3, queue.End{Outcome: queue.OutcomeFailed, ExitCode: code(1)}, queue.StateDead, 4, -1},
@@ -94,6 +94,13 @@ func TestRetryPolicyDecide(t *testing.T) {
 			if f.State != tc.state || f.Attempts != tc.newAttempt {
 				t.Errorf("state %s attempts %d, want %s %d", f.State, f.Attempts, tc.state, tc.newAttempt)
 			}
+			wantUncharged := 0 // an interrupt is not charged: the count grows, the number stays taken
+			if tc.end.Outcome == queue.OutcomeInterrupted {
+				wantUncharged = 1
+			}
+			if f.Uncharged != wantUncharged {
+				t.Errorf("uncharged %d, want %d", f.Uncharged, wantUncharged)
+			}
 			wantRunAt := now.Add(tc.runAt)
 			if tc.runAt < 0 {
 				wantRunAt = t0
@@ -110,6 +117,37 @@ func TestRetryPolicyDecide(t *testing.T) {
 				!r.StartedAt.Equal(started) || !r.FinishedAt.Equal(now) || string(r.Output) != "out" || r.Dropped != 7 ||
 				r.Signal != "SIGTERM" || !equalIntPtr(r.ExitCode, e.ExitCode) || r.Error != e.Error {
 				t.Errorf("history row: %+v", r)
+			}
+		})
+	}
+}
+
+// Uncharged (interrupted) attempts keep their numbers but do not count
+// against max_retries, nor in the backoff.
+func TestRetryPolicyDecideUncharged(t *testing.T) {
+	now := t0.Add(time.Hour)
+	tests := []struct {
+		name                         string
+		attempts, uncharged, retries int
+		state                        queue.State
+		delay                        time.Duration
+	}{
+		{"first charged failure after an interrupt retries", 2, 1, 1, queue.StateFailed, 2 * time.Second},
+		{"second charged failure after two interrupts", 4, 2, 3, queue.StateFailed, 4 * time.Second},
+		{"charged failures past max_retries go dead", 3, 1, 1, queue.StateDead, 0},
+		{"no retries: the first charged failure goes dead", 2, 1, 0, queue.StateDead, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			j := &queue.Job{ID: "j", Attempts: tc.attempts, Uncharged: tc.uncharged, MaxRetries: tc.retries,
+				BackoffBase: 2, MaxBackoff: time.Hour, RunAt: t0}
+			f := queue.RetryPolicy{}.Decide(j, "w", queue.End{Outcome: queue.OutcomeFailed}, now)
+			if f.State != tc.state || f.Attempts != tc.attempts || f.Uncharged != tc.uncharged || f.Record.Number != tc.attempts {
+				t.Fatalf("finish %s attempts %d uncharged %d number %d, want %s %d %d %d",
+					f.State, f.Attempts, f.Uncharged, f.Record.Number, tc.state, tc.attempts, tc.uncharged, tc.attempts)
+			}
+			if tc.state == queue.StateFailed && !f.RunAt.Equal(now.Add(tc.delay)) {
+				t.Errorf("retry in %s, want %s", f.RunAt.Sub(now), tc.delay)
 			}
 		})
 	}

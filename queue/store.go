@@ -153,16 +153,17 @@ type ClaimParams struct {
 
 // Finish is the outcome of one attempt and the state it moves the job to.
 type Finish struct {
-	JobID    string
-	Worker   string // the claim that must still hold
-	Attempt  int    // the claim's attempt number
-	State    State  // completed, failed, dead, cancelled, or pending (interrupted)
-	Attempts int    // the job's attempt count after this finish
-	RunAt    time.Time
-	ExitCode *int
-	Error    string
-	Record   Attempt // the history row
-	Now      time.Time
+	JobID     string
+	Worker    string // the claim that must still hold
+	Attempt   int    // the claim's attempt number
+	State     State  // completed, failed, dead, cancelled, or pending (interrupted)
+	Attempts  int    // the job's attempt count after this finish
+	Uncharged int    // the job's uncharged (interrupted) attempts after this finish
+	RunAt     time.Time
+	ExitCode  *int
+	Error     string
+	Record    Attempt // the history row
+	Now       time.Time
 	// LeaseExpiredBy, when set, makes the finish apply only if the job's
 	// lease had expired by then: a rescue of a worker that may be alive
 	// must not win over a lease it renewed meanwhile.

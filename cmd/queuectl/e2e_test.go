@@ -385,7 +385,9 @@ func TestE2EWorkerStopTimeoutPutsJobBack(t *testing.T) {
 	c.waitState("long", "processing", 20*time.Second)
 	c.ok("worker", "stop", "--timeout", "200ms")
 	j := c.job("long")
-	if j.State != "pending" || j.Attempts != 0 || len(j.History) != 1 || j.History[0].Outcome != "interrupted" {
+	// Uncharged, but attempt 1 stays taken: the next run is attempt 2.
+	if j.State != "pending" || j.Attempts != 1 || len(j.History) != 1 || j.History[0].Outcome != "interrupted" ||
+		j.History[0].Attempt != 1 {
 		t.Fatalf("an interrupted job goes back to pending uncharged: %+v", j)
 	}
 }

@@ -38,7 +38,9 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 		}); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE jobs SET state = 'pending', run_at = $1, updated_at = $1, attempts = v.attempts
+		// A reset attempt count resets the uncharged ones too.
+		_, err = tx.Exec(ctx, `UPDATE jobs SET state = 'pending', run_at = $1, updated_at = $1, attempts = v.attempts,
+			uncharged = least(jobs.uncharged, v.attempts)
 			FROM unnest($2::text[], $3::integer[]) AS v(id, attempts) WHERE jobs.id = v.id`, p.Now, rids, attempts)
 		if err != nil {
 			return err

@@ -19,7 +19,7 @@ const finishJob = `WITH u AS (
 			state = CASE WHEN cancel_requested THEN $22::text ELSE $1::text END,
 			attempts = $2, run_at = $3, finished_at = $4, exit_code = $5,
 			error = CASE WHEN cancel_requested THEN $23::text ELSE $6::text END,
-			updated_at = $7, lease_until = NULL, cancel_requested = false
+			updated_at = $7, lease_until = NULL, cancel_requested = false, uncharged = $24
 		WHERE id = $8 AND worker = $9 AND attempts = $10 AND state = 'processing'
 			AND ($21::timestamptz IS NULL OR lease_until <= $21::timestamptz)
 		RETURNING id),
@@ -47,7 +47,7 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 				f.Now, f.JobID, f.Worker, f.Attempt,
 				r.Number, nullTime(r.StartedAt), r.FinishedAt, r.ExitCode, nullString(r.Signal), string(r.Outcome),
 				nullString(r.Worker), nullString(r.Error), r.Output, r.Dropped, nullTime(f.LeaseExpiredBy),
-				string(cState), nullString(cErr))
+				string(cState), nullString(cErr), f.Uncharged)
 		}
 		br := tx.SendBatch(ctx, b)
 		for i, f := range fs {

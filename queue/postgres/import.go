@@ -11,8 +11,9 @@ import (
 
 const importJob = `INSERT INTO jobs (id, queue, command, state, priority, attempts, max_retries, timeout_us,
 	backoff_base, max_backoff_us, run_at, created_at, updated_at, started_at, finished_at, exit_code, error,
-	worker, lease_until, cancel_requested, env, dir, template, scheduled_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`
+	worker, lease_until, cancel_requested, env, dir, template, scheduled_at, uncharged)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24,
+		$25)`
 
 const importAttempt = `INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome,
 	worker, error, output, dropped) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
@@ -55,7 +56,7 @@ func importArgs(j *queue.Job) []any {
 	return []any{j.ID, j.Queue, j.Command, string(j.State), j.Priority, j.Attempts, j.MaxRetries, j.Timeout.Microseconds(),
 		j.BackoffBase, j.MaxBackoff.Microseconds(), j.RunAt, j.CreatedAt, j.UpdatedAt, nullTime(j.StartedAt),
 		nullTime(j.FinishedAt), j.ExitCode, nullString(j.Error), nullString(j.Worker), nullTime(j.LeaseUntil),
-		j.CancelRequested, env, nullString(j.Dir), nullString(j.Template), nullTime(j.ScheduledAt)}
+		j.CancelRequested, env, nullString(j.Dir), nullString(j.Template), nullTime(j.ScheduledAt), j.Uncharged}
 }
 
 // sendImport runs one batch and names the job whose id is taken.

@@ -15,7 +15,7 @@ import (
 
 var jobColumnNames = []string{"id", "queue", "command", "state", "priority", "attempts", "max_retries", "timeout_us",
 	"backoff_base", "max_backoff_us", "run_at", "created_at", "updated_at", "started_at", "finished_at", "exit_code",
-	"error", "worker", "lease_until", "cancel_requested", "env", "dir", "template", "scheduled_at"}
+	"error", "worker", "lease_until", "cancel_requested", "env", "dir", "template", "scheduled_at", "uncharged"}
 
 // jobColumns lists the job columns, each prefixed with p ("j." or "").
 func jobColumns(p string) string {
@@ -37,7 +37,7 @@ func scanJob(row pgx.Row, extra ...any) (*queue.Job, error) {
 	)
 	dest := []any{&j.ID, &j.Queue, &j.Command, &state, &j.Priority, &j.Attempts, &j.MaxRetries, &timeoutUS,
 		&j.BackoffBase, &maxBackoffUS, &runAt, &createdAt, &updatedAt, &startedAt, &finishedAt, &j.ExitCode,
-		&errText, &worker, &leaseUntil, &j.CancelRequested, &env, &dir, &template, &scheduledAt}
+		&errText, &worker, &leaseUntil, &j.CancelRequested, &env, &dir, &template, &scheduledAt, &j.Uncharged}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}

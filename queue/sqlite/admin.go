@@ -28,8 +28,10 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 			if err := tx.QueryRowContext(ctx, `SELECT state, attempts FROM jobs WHERE id = ?`, id).Scan(&state, &attempts); err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'pending', run_at = ?, updated_at = ?, attempts = ? WHERE id = ?`,
-				toUS(p.Now), toUS(p.Now), queue.RetryAttempts(queue.State(state), attempts), id)
+			// A reset attempt count resets the uncharged ones too.
+			_, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'pending', run_at = ?1, updated_at = ?1, attempts = ?2,
+				uncharged = min(uncharged, ?2) WHERE id = ?3`,
+				toUS(p.Now), queue.RetryAttempts(queue.State(state), attempts), id)
 			if err != nil {
 				return err
 			}

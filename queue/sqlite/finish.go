@@ -16,7 +16,7 @@ const finishJob = `UPDATE jobs SET
 	state = CASE WHEN cancel_requested = 1 THEN ?12 ELSE ?1 END,
 	attempts = ?2, run_at = ?3, finished_at = ?4, exit_code = ?5,
 	error = CASE WHEN cancel_requested = 1 THEN ?13 ELSE ?6 END,
-	updated_at = ?7, lease_until = NULL, cancel_requested = 0
+	updated_at = ?7, lease_until = NULL, cancel_requested = 0, uncharged = ?14
 	WHERE id = ?8 AND worker = ?9 AND attempts = ?10 AND state = 'processing' AND (?11 = 0 OR lease_until <= ?11)`
 
 const insertAttempt = `INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome,
@@ -44,7 +44,7 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 			cState, cErr := f.IfCancelRequested()
 			res, err := upd.ExecContext(ctx, string(f.State), f.Attempts, toUS(f.RunAt), toUS(f.Record.FinishedAt),
 				nullInt(f.ExitCode), nullString(f.Error), toUS(f.Now), f.JobID, f.Worker, f.Attempt, toUSOrZero(f.LeaseExpiredBy),
-				string(cState), nullString(cErr))
+				string(cState), nullString(cErr), f.Uncharged)
 			if err != nil {
 				return err
 			}

@@ -15,7 +15,7 @@ import (
 
 const jobColumns = `id, queue, command, state, priority, attempts, max_retries, timeout_us, backoff_base,
 	max_backoff_us, run_at, created_at, updated_at, started_at, finished_at, exit_code, error, worker,
-	lease_until, cancel_requested, env, dir, template, scheduled_at`
+	lease_until, cancel_requested, env, dir, template, scheduled_at, uncharged`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -30,7 +30,7 @@ func scanJob(row scanner) (*queue.Job, error) {
 	)
 	err := row.Scan(&j.ID, &j.Queue, &j.Command, &state, &j.Priority, &j.Attempts, &j.MaxRetries, &timeoutUS,
 		&j.BackoffBase, &maxBackoffUS, &runAt, &createdAt, &updatedAt, &startedAt, &finishedAt, &exitCode,
-		&errText, &worker, &leaseUntil, &cancel, &env, &dir, &template, &scheduledAt)
+		&errText, &worker, &leaseUntil, &cancel, &env, &dir, &template, &scheduledAt, &j.Uncharged)
 	if err != nil {
 		return nil, err
 	}

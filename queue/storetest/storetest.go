@@ -64,6 +64,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"RetryDeadByQueue", testRetryDeadByQueue},
 		{"ListSearchAndCursor", testListSearchAndCursor},
 		{"Metrics", testMetrics},
+		{"InterruptedAttemptKeepsItsNumber", testInterruptedAttemptKeepsItsNumber},
 		{"LiveOutput", testLiveOutput},
 	}
 	tests = append(tests, controlTests()...)
