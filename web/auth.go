@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -106,27 +107,42 @@ type identity struct {
 	session []byte // the session nonce, for the CSRF token
 }
 
-// identify returns the request's identity.
-func (a *authenticator) identify(r *http.Request) identity {
+// identify returns the request's identity. It reports false when a bearer
+// token was not checked because its address is throttled.
+func (a *authenticator) identify(r *http.Request) (identity, bool) {
 	if a.open() {
-		return identity{role: roleAdmin}
+		return identity{role: roleAdmin}, true
 	}
 	if h := r.Header.Get("Authorization"); h != "" {
-		token, ok := strings.CutPrefix(h, "Bearer ")
-		if !ok {
-			return identity{}
-		}
-		return identity{role: a.tokenRole(strings.TrimSpace(token)), bearer: true}
+		token, _ := strings.CutPrefix(h, "Bearer ")
+		rl, ok := a.signIn(r.Context(), clientAddr(r), strings.TrimSpace(token))
+		return identity{role: rl, bearer: true}, ok
 	}
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return identity{}
+		return identity{}, true
 	}
 	rl, nonce, ok := a.verifySession(c.Value)
 	if !ok {
-		return identity{}
+		return identity{}, true
 	}
-	return identity{role: rl, session: nonce}
+	return identity{role: rl, session: nonce}, true
+}
+
+// signIn checks a token presented from addr, through the throttle: it
+// reports false, and checks nothing, when the address must wait and
+// another attempt from it is waiting already.
+func (a *authenticator) signIn(ctx context.Context, addr, token string) (role, bool) {
+	if !a.throttle.admit(ctx, addr) {
+		return roleNone, false
+	}
+	rl := a.tokenRole(token)
+	if rl == roleNone {
+		a.throttle.failed(addr)
+	} else {
+		a.throttle.succeeded(addr, rl)
+	}
+	return rl, true
 }
 
 // newSession returns a signed session value for role: role, expiry, nonce.
@@ -214,9 +230,13 @@ func (a *authenticator) sign(purpose string, b []byte) []byte {
 
 func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
-// throttle slows repeated failed sign-ins from one address: each failure
-// doubles the wait before the next answer, up to maxDelay, until a quarter
-// of an hour passes without one.
+// throttle slows repeated failed sign-ins from one address, through the
+// sign-in form or with a bearer token: each failure doubles the wait before
+// the next attempt from that address is checked, up to maxDelay, until a
+// quarter of an hour passes without one. While an address waits, a second
+// attempt from it is refused at once without being checked, so parallel
+// guesses gain nothing. Only an admin sign-in clears the failures (a viewer
+// token must not reset the wait of someone guessing the admin token).
 type throttle struct {
 	mu    sync.Mutex
 	now   func() time.Time
@@ -224,8 +244,9 @@ type throttle struct {
 }
 
 type failures struct {
-	n    int
-	last time.Time
+	n       int
+	last    time.Time
+	waiting bool // an attempt from the address waits to be checked
 }
 
 const (
@@ -239,15 +260,55 @@ func newThrottle(now func() time.Time) *throttle {
 	return &throttle{now: now, fails: map[string]failures{}}
 }
 
-// delay is how long to wait before answering a sign-in from addr.
+// delay is how long to wait before checking a sign-in from addr.
 func (t *throttle) delay(addr string) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.delayLocked(addr)
+}
+
+func (t *throttle) delayLocked(addr string) time.Duration {
 	f, ok := t.fails[addr]
-	if !ok || t.now().Sub(f.last) > forgetAfter {
+	if !ok || f.n == 0 || t.now().Sub(f.last) > forgetAfter {
 		return 0
 	}
 	return min(maxDelay, baseDelay<<min(f.n-1, 16))
+}
+
+// admit waits, before a sign-in from addr is checked, for as long as the
+// address's failures say. It reports false, at once, when another attempt
+// from addr is waiting, or when ctx ends first.
+func (t *throttle) admit(ctx context.Context, addr string) bool {
+	t.mu.Lock()
+	d := t.delayLocked(addr)
+	if d == 0 {
+		t.mu.Unlock()
+		return true
+	}
+	f := t.fails[addr]
+	if f.waiting {
+		t.mu.Unlock()
+		return false
+	}
+	f.waiting = true
+	t.fails[addr] = f
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		if f, ok := t.fails[addr]; ok {
+			f.waiting = false
+			t.fails[addr] = f
+		}
+		t.mu.Unlock()
+	}()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 func (t *throttle) failed(addr string) {
@@ -256,7 +317,7 @@ func (t *throttle) failed(addr string) {
 	now := t.now()
 	if len(t.fails) >= maxTrackedIP {
 		for k, f := range t.fails {
-			if now.Sub(f.last) > forgetAfter {
+			if now.Sub(f.last) > forgetAfter && !f.waiting {
 				delete(t.fails, k)
 			}
 		}
@@ -265,13 +326,22 @@ func (t *throttle) failed(addr string) {
 	if now.Sub(f.last) > forgetAfter {
 		f.n = 0
 	}
-	t.fails[addr] = failures{n: f.n + 1, last: now}
+	f.n++
+	f.last = now
+	t.fails[addr] = f
 }
 
-func (t *throttle) succeeded(addr string) {
+// succeeded records a sign-in with rl: an admin's clears the failures.
+func (t *throttle) succeeded(addr string, rl role) {
+	if rl != roleAdmin {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.fails, addr)
+	if f, ok := t.fails[addr]; ok {
+		f.n = 0
+		t.fails[addr] = f
+	}
 }
 
 // clientAddr is the request's remote IP address.

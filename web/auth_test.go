@@ -79,9 +79,13 @@ func TestFailedSignInsAreSlowedDown(t *testing.T) {
 		t.Errorf("after a quiet quarter hour the wait is %s", d)
 	}
 	th.failed("1.2.3.4")
-	th.succeeded("1.2.3.4")
+	th.succeeded("1.2.3.4", roleViewer)
+	if d := th.delay("1.2.3.4"); d != baseDelay {
+		t.Errorf("after a viewer's sign-in the wait is %s, want %s still", d, baseDelay)
+	}
+	th.succeeded("1.2.3.4", roleAdmin)
 	if d := th.delay("1.2.3.4"); d != 0 {
-		t.Errorf("after a success the wait is %s", d)
+		t.Errorf("after an admin's sign-in the wait is %s", d)
 	}
 
 	// Through the handler: the second failure waits before answering.
@@ -92,6 +96,45 @@ func TestFailedSignInsAreSlowedDown(t *testing.T) {
 	h.must(req{method: "POST", path: "/login", body: "token=y", header: form}, http.StatusUnauthorized)
 	if took := time.Since(start); took < baseDelay {
 		t.Errorf("second failed sign-in answered after %s, want at least %s", took, baseDelay)
+	}
+}
+
+// Wrong bearer tokens count as failed sign-ins: the next one waits, and
+// while one waits another from the same address is refused unchecked.
+func TestFailedBearerTokensAreSlowedDown(t *testing.T) {
+	h := tokens(t)
+	h.must(req{path: "/api/v1/status", token: "guess-1"}, http.StatusUnauthorized)
+	start := time.Now()
+	h.must(req{path: "/api/v1/status", token: "guess-2"}, http.StatusUnauthorized)
+	if took := time.Since(start); took < baseDelay {
+		t.Errorf("second wrong token answered after %s, want at least %s", took, baseDelay)
+	}
+	// Now two failures: the next check waits 2*baseDelay. Hold it with a
+	// request that has not been answered while a second one arrives.
+	waiting := make(chan int)
+	go func() { waiting <- h.do(req{path: "/api/v1/status", token: "guess-3"}).Code }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !h.srv.auth.throttle.isWaiting("127.0.0.1") {
+		if time.Now().After(deadline) {
+			t.Fatal("the third guess never waited")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	rec := h.must(req{path: "/api/v1/status", token: adminToken}, http.StatusTooManyRequests)
+	if e := errCode(t, rec); e.Code != codeThrottled || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("parallel attempt: %+v", e)
+	}
+	if code := <-waiting; code != http.StatusUnauthorized {
+		t.Errorf("the waiting guess: %d", code)
+	}
+	// Once the wait is over the right token works, and clears the wait.
+	h.must(req{path: "/api/v1/status", token: adminToken}, http.StatusOK)
+	if d := h.srv.auth.throttle.delay("127.0.0.1"); d != 0 {
+		t.Errorf("after the admin token the wait is %s", d)
+	}
+	// Another address was never slowed.
+	if d := h.srv.auth.throttle.delay("10.0.0.9"); d != 0 {
+		t.Errorf("another address waits %s", d)
 	}
 }
 
@@ -198,4 +241,11 @@ func TestWithoutTokensOnlyLoopback(t *testing.T) {
 			t.Errorf("IsLoopback(%q) = %v", addr, !want)
 		}
 	}
+}
+
+// isWaiting reports whether an attempt from addr waits to be checked.
+func (t *throttle) isWaiting(addr string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.fails[addr].waiting
 }

@@ -34,6 +34,7 @@ const (
 	codeConflict     = "conflict"       // 409: not allowed in the job's state
 	codeDuplicate    = "duplicate"      // 409: the job id is taken
 	codeTooLarge     = "body_too_large" // 413
+	codeThrottled    = "throttled"      // 429: failed sign-ins from this address; wait
 	codeUnavailable  = "unavailable"    // 503: the database does not answer
 	codeInternal     = "internal"       // 500
 )

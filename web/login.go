@@ -2,7 +2,6 @@ package web
 
 import (
 	"net/http"
-	"time"
 )
 
 // loginPage shows the sign-in form (or, without tokens, sends the browser on).
@@ -21,7 +20,7 @@ type loginData struct {
 
 // login checks a token typed into the sign-in form and sets the session
 // cookie. Each failure from an address doubles the wait before the next
-// answer to it; the comparison takes constant time.
+// check from it (see throttle); the comparison takes constant time.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r) {
@@ -29,23 +28,20 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addr := clientAddr(r)
-	if d := s.auth.throttle.delay(addr); d > 0 {
-		select {
-		case <-time.After(d):
-		case <-r.Context().Done():
-			return
-		}
-	}
 	next := safeNext(r.PostFormValue("next"))
-	rl := s.auth.tokenRole(r.PostFormValue("token"))
+	rl, checked := s.auth.signIn(r.Context(), addr, r.PostFormValue("token"))
+	if !checked {
+		w.Header().Set("Retry-After", "8")
+		s.render(w, r, http.StatusTooManyRequests, "login", page{Title: "Sign in",
+			Data: loginData{Next: next, Error: "Too many failed sign-ins from this address: wait a few seconds and try again."}})
+		return
+	}
 	if rl == roleNone {
-		s.auth.throttle.failed(addr)
 		s.cfg.Log.Warn().Str("remote", addr).Msg("failed sign-in")
 		s.render(w, r, http.StatusUnauthorized, "login", page{Title: "Sign in",
 			Data: loginData{Next: next, Error: "That token is not valid."}})
 		return
 	}
-	s.auth.throttle.succeeded(addr)
 	value, err := s.auth.newSession(rl)
 	if err != nil {
 		http.Error(w, "internal error", http.StatusInternalServerError)

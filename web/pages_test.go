@@ -116,3 +116,30 @@ func TestChartsRenderSVG(t *testing.T) {
 		}
 	}
 }
+
+// A viewer's session, with its own valid CSRF token, may take no action
+// from the pages, and none changes anything.
+func TestViewerMayNotActFromPages(t *testing.T) {
+	h := tokens(t)
+	ctx := context.Background()
+	h.enqueue(`{"id":"d","command":"false","max_retries":0}`)
+	h.runJob("d", queue.OutcomeFailed, "")
+	h.enqueue(`{"id":"p","command":"true"}`)
+	h.store.ApplyTemplates(ctx, []*queue.Template{{Name: "nightly", Schedule: "0 3 * * *", TimeZone: "UTC",
+		Command: "backup", Overlap: queue.OverlapSkip, CatchUp: queue.CatchUpNone, Enabled: true}}, h.clock.now())
+	c := h.signIn(viewerToken)
+	_, csrf := h.page("/dlq", c)
+	for _, path := range []string{"/jobs/d/retry", "/jobs/d/discard", "/jobs/p/cancel", "/dlq/retry", "/dlq/discard", "/cron/nightly/trigger"} {
+		rec := h.must(req{method: "POST", path: path, body: "csrf=" + csrf + "&back=/dlq", cookies: []*http.Cookie{c},
+			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, http.StatusForbidden)
+		if e := errCode(t, rec); e.Code != codeForbidden {
+			t.Errorf("%s: %+v", path, e)
+		}
+	}
+	if h.job("d") != "dead" || h.job("p") != "pending" {
+		t.Errorf("a viewer changed jobs: d %s, p %s", h.job("d"), h.job("p"))
+	}
+	if n, _ := h.store.ListJobs(ctx, queue.ListParams{Limit: 10}); len(n) != 2 {
+		t.Errorf("a viewer's trigger added a job: %d jobs", len(n))
+	}
+}

@@ -90,7 +90,12 @@ type ctxKey struct{}
 // pages send a browser to the sign-in page.
 func (s *Server) need(min role, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := s.auth.identify(r)
+		id, checked := s.auth.identify(r)
+		if !checked {
+			w.Header().Set("Retry-After", "8")
+			s.fail(w, r, errorf(http.StatusTooManyRequests, codeThrottled, "too many failed sign-ins from this address; try again later"))
+			return
+		}
 		if id.role == roleNone {
 			if wantsHTML(r) {
 				http.Redirect(w, r, "/login?next="+safeNext(r.URL.RequestURI()), http.StatusSeeOther)

@@ -111,7 +111,7 @@ func TestE2EServe(t *testing.T) {
 	}
 	// Without a token only loopback addresses are allowed.
 	_, errOut, exit = c.run("serve", "--listen", "0.0.0.0:0")
-	if exit != 2 || !strings.Contains(errOut, "token") {
+	if exit != 2 || !strings.Contains(errOut, "token") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 		t.Errorf("no token on every interface: exit %d: %q", exit, errOut)
 	}
 }
