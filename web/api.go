@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/queuectl/queuectl/internal/view"
@@ -239,10 +241,36 @@ func (s *Server) apiEnqueue(_ http.ResponseWriter, r *http.Request) (any, error)
 	}
 	added, err := queue.Enqueue(r.Context(), s.cfg.Store, overrides, []queue.NewJob{n}, now)
 	if err != nil {
-		return nil, err
+		return nil, fieldOf(err)
 	}
 	s.cfg.Log.Info().Str("job_id", added[0].ID).Str("queue", added[0].Queue).Msg("job enqueued over http")
 	return created{added[0]}, nil
+}
+
+// jobFields are the JSON names of the fields a job to enqueue has.
+var jobFields = func() map[string]bool {
+	m := map[string]bool{}
+	t := reflect.TypeFor[view.JobSpec]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		m[name] = true
+	}
+	return m
+}()
+
+// fieldOf names the job field a validation error of the queue package is
+// about, so the API's 400 says which field is wrong: those messages start
+// with the field's JSON name ("invalid: queue \"a b\" contains white space").
+func fieldOf(err error) error {
+	if !errors.Is(err, queue.ErrInvalid) {
+		return err
+	}
+	msg := strings.TrimPrefix(err.Error(), queue.ErrInvalid.Error()+": ")
+	word, _, _ := strings.Cut(msg, " ")
+	if field := strings.TrimSuffix(word, ":"); jobFields[field] {
+		return &view.SpecError{Field: field, Msg: err.Error()}
+	}
+	return err
 }
 
 // idsResult answers an action: the ids of the jobs it changed.

@@ -77,7 +77,11 @@ func TestEnqueueValidatesLikeTheCLI(t *testing.T) {
 				{`{"command":"true","max_retries":-2}`, codeInvalidJob, "max_retries"},
 				{`{"command":"true","run_at":"soon"}`, codeInvalidJob, "run_at"},
 				{`{"command":"true","priority":"high"}`, codeInvalidJob, "priority"},
-				{`{"command":"true","id":"bad id with spaces"}`, codeInvalidJob, ""},
+				{`{"command":"true","id":"bad id with spaces"}`, codeInvalidJob, "id"},
+				{`{"command":"true","queue":"bad queue"}`, codeInvalidJob, "queue"},
+				{`{"command":"true","env":{"QUEUECTL_X":"1"}}`, codeInvalidJob, "env"},
+				{`{"command":"true","dir":"relative/dir"}`, codeInvalidJob, "dir"},
+				{`{"command":"true","priority":1000001}`, codeInvalidJob, "priority"},
 			}
 			for _, tt := range tests {
 				rec := h.must(req{method: "POST", path: "/api/v1/jobs", body: tt.body, token: adminToken}, http.StatusBadRequest)
