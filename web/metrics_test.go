@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/sqlite"
 )
 
 func TestMetricsCountTheDatabase(t *testing.T) {
@@ -61,5 +63,38 @@ func TestMetricsCountTheDatabase(t *testing.T) {
 				t.Errorf("another collector sees %d finished series", n)
 			}
 		})
+	}
+}
+
+// Work done through one handle on the database (another process) shows in
+// the metrics a server on a second handle serves.
+func TestMetricsCountOtherProcessesWork(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	open := func() queue.Store {
+		st, err := sqlite.Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	worker := newHarness(t, open(), adminToken, viewerToken)
+	server := newHarness(t, open(), adminToken, viewerToken)
+	before := server.must(req{path: "/metrics", token: viewerToken}, http.StatusOK).Body.String()
+	if strings.Contains(before, `queuectl_jobs{`) {
+		t.Fatalf("metrics of an empty database show jobs:\n%s", before)
+	}
+	worker.enqueue(`{"id":"a","command":"true","queue":"mail"}`)
+	worker.runJob("a", queue.OutcomeSucceeded, "")
+	worker.enqueue(`{"id":"b","command":"true","queue":"mail"}`)
+	body := server.must(req{path: "/metrics", token: viewerToken}, http.StatusOK).Body.String()
+	for _, want := range []string{
+		`queuectl_jobs{queue="mail",state="completed"} 1`,
+		`queuectl_jobs{queue="mail",state="pending"} 1`,
+		`queuectl_attempts_finished_total{outcome="succeeded",queue="mail"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the other handle's metrics lack %q", want)
+		}
 	}
 }
