@@ -39,6 +39,15 @@ var funcs = template.FuncMap{
 		}
 		return strings.TrimSuffix(since(time.Unix(0, 0).Add(time.Duration(*p*float64(time.Second))), time.Unix(0, 0)), " ago")
 	},
+	// inZone shows a fire time on the template's own clock, as its
+	// schedule reads ("every day at 02:30" fires at 02:30 CET).
+	"inZone": func(t time.Time, zone string) string {
+		loc, err := time.LoadLocation(zone)
+		if err != nil || zone == "" {
+			loc = time.UTC
+		}
+		return t.In(loc).Format("Mon Jan 2 15:04 MST")
+	},
 	"stale": func(now, t time.Time) bool { return now.Sub(t) >= workerAlive },
 	"short": func(s string, n int) string {
 		s = strings.Join(strings.Fields(s), " ")

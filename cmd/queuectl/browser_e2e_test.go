@@ -164,6 +164,9 @@ job "heartbeat" {
 	screenshot(t, ctx, "job-running")
 	writeFile(t, gate, "")
 	step(t, ctx, "see it finish without reload", chromedp.WaitVisible(`//pre[@id="output-1"][contains(text(), "step 2 finished")]`))
+	if cancel := value(t, ctx, "cancel button", chromedp.Evaluate[bool](`document.querySelector("#cancel") !== null`)); cancel {
+		t.Error("the finished job still offers Cancel")
+	}
 	screenshot(t, ctx, "job")
 
 	// Retry a dead job from the dead-letter queue.

@@ -30,7 +30,10 @@
   // refresh fetches this page again and swaps its live region, keeping
   // which output panels are open.
   function refresh() {
-    if (busy || document.hidden) { return; }
+    if (busy || document.hidden || !live.hasAttribute("data-live")) { return; }
+    // Never swap a form control out from under the person using it.
+    var active = document.activeElement;
+    if (active && live.contains(active) && /^(SELECT|INPUT|TEXTAREA)$/.test(active.tagName)) { return; }
     busy = true;
     fetch(window.location.href, { headers: { "Accept": "text/html" }, credentials: "same-origin" })
       .then(function (res) {
