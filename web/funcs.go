@@ -48,9 +48,10 @@ var funcs = template.FuncMap{
 		}
 		return t.In(loc).Format("Mon Jan 2 15:04 MST")
 	},
-	"stale": func(now, t time.Time) bool { return now.Sub(t) >= workerAlive },
+	"stale":   func(now, t time.Time) bool { return now.Sub(t) >= workerAlive },
+	"visible": visible,
 	"short": func(s string, n int) string {
-		s = strings.Join(strings.Fields(s), " ")
+		s = visible(strings.Join(strings.Fields(s), " "))
 		if r := []rune(s); len(r) > n {
 			return string(r[:n-1]) + "…"
 		}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -56,6 +57,16 @@ func TestPagesEscapeJobFields(t *testing.T) {
 		}
 		if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
 			t.Errorf("%s CSP %q", path, csp)
+		}
+	}
+	// Control characters and bidirectional overrides in a command show.
+	sneaky := "echo safe\x1b[8m; rm -rf /tmp/x\u202e#"
+	quoted, _ := json.Marshal(sneaky)
+	h.must(req{method: "POST", path: "/api/v1/jobs", body: `{"id":"z","command":` + string(quoted) + `}`}, http.StatusCreated)
+	for _, path := range []string{"/jobs/z", "/jobs"} {
+		page := h.must(req{path: path, header: map[string]string{"Accept": "text/html"}}, http.StatusOK).Body.String()
+		if strings.ContainsRune(page, 0x1b) || strings.ContainsRune(page, 0x202e) || !strings.Contains(page, "safe\u241b[8m; rm -rf /tmp/x⟨U&#43;202E⟩#") {
+			t.Errorf("%s hides control characters of a command", path)
 		}
 	}
 	body := h.must(req{path: "/jobs/x", header: map[string]string{"Accept": "text/html"}}, http.StatusOK).Body.String()

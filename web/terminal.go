@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -84,4 +85,42 @@ func skipCSI(b []byte, i int) int {
 		}
 	}
 	return i
+}
+
+// visible shows a job field (command, error, environment) as text with
+// nothing hidden: control characters other than line breaks and tabs become
+// their Unicode control pictures (ESC shows as ␛), and the invisible
+// bidirectional controls, which can make a command read differently from
+// what runs, show as ⟨U+202E⟩. HTML escaping is left to the templates.
+func visible(s string) string {
+	if !strings.ContainsFunc(s, hidden) {
+		return s
+	}
+	var sb strings.Builder
+	for _, r := range s {
+		switch {
+		case !hidden(r):
+			sb.WriteRune(r)
+		case r < 0x20:
+			sb.WriteRune(0x2400 + r)
+		case r == 0x7f:
+			sb.WriteRune('\u2421')
+		default:
+			fmt.Fprintf(&sb, "⟨U+%04X⟩", r)
+		}
+	}
+	return sb.String()
+}
+
+// hidden reports whether a rune would not show as itself.
+func hidden(r rune) bool {
+	switch {
+	case r == '\n' || r == '\t':
+		return false
+	case r < 0x20 || (r >= 0x7f && r < 0xa0):
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e || r == 0x200f || r == 0x061c:
+		return true
+	}
+	return false
 }
