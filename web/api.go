@@ -230,6 +230,16 @@ func (s *Server) apiEnqueue(_ http.ResponseWriter, r *http.Request) (any, error)
 	if err != nil {
 		return nil, err
 	}
+	added, err := s.enqueue(r, body)
+	if err != nil {
+		return nil, err
+	}
+	return created{added[0]}, nil
+}
+
+// enqueue parses one job's JSON and enqueues it with the queue's settings:
+// the API and the dashboard's form share it.
+func (s *Server) enqueue(r *http.Request, body []byte) ([]*queue.Job, error) {
 	now := s.now()
 	n, err := view.ParseJobJSON(body, now)
 	if err != nil {
@@ -244,7 +254,7 @@ func (s *Server) apiEnqueue(_ http.ResponseWriter, r *http.Request) (any, error)
 		return nil, fieldOf(err)
 	}
 	s.cfg.Log.Info().Str("job_id", added[0].ID).Str("queue", added[0].Queue).Msg("job enqueued over http")
-	return created{added[0]}, nil
+	return added, nil
 }
 
 // jobFields are the JSON names of the fields a job to enqueue has.

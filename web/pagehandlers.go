@@ -18,6 +18,8 @@ func (s *Server) pageRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /logout", s.logout)
 	mux.Handle("GET /{$}", s.view(s.overviewPage))
 	mux.Handle("GET /jobs", s.view(s.jobsPage))
+	mux.Handle("GET /enqueue", s.pageAs(roleAdmin, s.enqueuePage))
+	mux.Handle("POST /enqueue", s.pageAs(roleAdmin, s.enqueueAction))
 	mux.Handle("GET /jobs/{id}", s.view(s.jobPage))
 	mux.Handle("GET /dlq", s.view(s.dlqPage))
 	mux.Handle("GET /cron", s.view(s.cronPage))

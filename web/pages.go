@@ -99,8 +99,12 @@ func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, e *apiError) 
 type pageFunc func(w http.ResponseWriter, r *http.Request) error
 
 // view adapts a pageFunc: viewer role, a deadline on the store calls.
-func (s *Server) view(fn pageFunc) http.Handler {
-	return s.need(roleViewer, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func (s *Server) view(fn pageFunc) http.Handler { return s.pageAs(roleViewer, fn) }
+
+// pageAs adapts a pageFunc for role min (and CSRF for a POST), with a
+// deadline on the store calls.
+func (s *Server) pageAs(min role, fn pageFunc) http.Handler {
+	return s.need(min, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 		defer cancel()
 		if err := fn(w, r.WithContext(ctx)); err != nil {

@@ -179,6 +179,18 @@ job "heartbeat" {
 		return j.State == "dead" && j.Attempts == 1 && len(c.ok("show", "broken-import")) > 0 && strings.Count(c.ok("show", "broken-import"), "failed") >= 2
 	})
 
+	// Enqueue a job from the dashboard's form.
+	step(t, ctx, "open the enqueue form", chromedp.Navigate(s.url+"/jobs"), chromedp.Click(chromedp.CSS(`#new-job`)),
+		chromedp.WaitVisible(chromedp.CSS(`#f-command`)))
+	step(t, ctx, "fill it in", chromedp.SendKeys(chromedp.CSS(`#f-command`), "./scripts/thumbnails.sh --size 256"),
+		chromedp.SendKeys(chromedp.CSS(`#f-queue`), "reports"), chromedp.SendKeys(chromedp.CSS(`#f-id`), "from-the-form"),
+		chromedp.SendKeys(chromedp.CSS(`#f-timeout`), "10m"))
+	screenshot(t, ctx, "enqueue")
+	step(t, ctx, "enqueue it", chromedp.Click(chromedp.CSS(`#enqueue`)), chromedp.WaitVisible(chromedp.CSS(`#job-state`)))
+	if j := c.job("from-the-form"); j.Queue != "reports" {
+		t.Errorf("the form's job is in queue %q", j.Queue)
+	}
+
 	// The overview's charts render.
 	step(t, ctx, "overview", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.CSS(`#chart-throughput svg rect.bar-ok`)))
 	bars := value(t, ctx, "chart bars", chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#chart-throughput rect")).map(r => r.getAttribute("height"))`))

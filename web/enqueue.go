@@ -1,0 +1,98 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/queuectl/queuectl/internal/view"
+	"github.com/queuectl/queuectl/queue"
+)
+
+// enqueueForm is what the enqueue page's form holds, kept to show again
+// when the job is refused.
+type enqueueForm struct {
+	Command, Queue, ID, Priority, MaxRetries, Timeout, RunAt, Env, Dir string
+	Error, Field                                                       string
+	Queues                                                             []string
+}
+
+// enqueuePage shows the form to enqueue a job (admin).
+func (s *Server) enqueuePage(w http.ResponseWriter, r *http.Request) error {
+	return s.renderEnqueue(w, r, http.StatusOK, enqueueForm{Queue: r.URL.Query().Get("queue")})
+}
+
+func (s *Server) renderEnqueue(w http.ResponseWriter, r *http.Request, status int, f enqueueForm) error {
+	st, err := s.status(r.Context())
+	if err != nil {
+		return err
+	}
+	f.Queues = st.QueueNames()
+	s.render(w, r, status, "enqueue", page{Title: "Enqueue a job", Nav: "jobs", Data: f})
+	return nil
+}
+
+// enqueueAction enqueues the form's job through the same parser and checks
+// as POST /api/v1/jobs and `queuectl enqueue`; a refused job shows the form
+// again with the error at its field, and nothing is stored.
+func (s *Server) enqueueAction(w http.ResponseWriter, r *http.Request) error {
+	f := enqueueForm{}
+	for name, dst := range map[string]*string{"command": &f.Command, "queue": &f.Queue, "id": &f.ID, "priority": &f.Priority,
+		"max_retries": &f.MaxRetries, "timeout": &f.Timeout, "run_at": &f.RunAt, "env": &f.Env, "dir": &f.Dir} {
+		*dst = strings.TrimSpace(r.PostFormValue(name))
+	}
+	f.Command = r.PostFormValue("command") // kept as typed
+	body, err := f.json()
+	if err == nil {
+		var added []*queue.Job
+		if added, err = s.enqueue(r, body); err == nil {
+			s.audit(r, "enqueue", added[0].ID, nil)
+			http.Redirect(w, r, "/jobs/"+url.PathEscape(added[0].ID)+"?done=enqueued", http.StatusSeeOther)
+			return nil
+		}
+	}
+	ae := toAPIError(err)
+	if ae.Status >= 500 {
+		return err
+	}
+	f.Error, f.Field = ae.Message, ae.Field
+	return s.renderEnqueue(w, r, ae.Status, f)
+}
+
+// json is the job object `queuectl enqueue` would take: empty fields are
+// left out, numbers must be numbers, env is KEY=VALUE lines.
+func (f enqueueForm) json() ([]byte, error) {
+	m := map[string]any{"command": f.Command}
+	for k, v := range map[string]string{"queue": f.Queue, "id": f.ID, "timeout": f.Timeout, "run_at": f.RunAt, "dir": f.Dir} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	for k, v := range map[string]string{"priority": f.Priority, "max_retries": f.MaxRetries} {
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, &view.SpecError{Field: k, Msg: k + " " + strconv.Quote(v) + ": must be a whole number"}
+		}
+		m[k] = n
+	}
+	if f.Env != "" {
+		env := map[string]string{}
+		for _, line := range strings.Split(f.Env, "\n") {
+			if line = strings.TrimSpace(line); line == "" {
+				continue
+			}
+			k, v, ok := strings.Cut(line, "=")
+			if !ok {
+				return nil, &view.SpecError{Field: "env", Msg: "env: " + strconv.Quote(line) + " is not KEY=VALUE"}
+			}
+			env[k] = v
+		}
+		m["env"] = env
+	}
+	return json.Marshal(m)
+}

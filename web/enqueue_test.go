@@ -1,0 +1,69 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+// The dashboard's enqueue form: admin only, CSRF-checked, the API's checks,
+// and a refused job shows the form again with nothing stored.
+func TestEnqueueFromThePage(t *testing.T) {
+	h := tokens(t)
+	form := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
+	v := h.signIn(viewerToken)
+	h.must(req{path: "/enqueue", cookies: []*http.Cookie{v}, header: map[string]string{"Accept": "text/html"}}, http.StatusForbidden)
+	_, vcsrf := h.page("/jobs", v)
+	h.must(req{method: "POST", path: "/enqueue", body: "command=true&csrf=" + vcsrf, cookies: []*http.Cookie{v}, header: form}, http.StatusForbidden)
+
+	c := h.signIn(adminToken)
+	body, csrf := h.page("/enqueue?queue=mail", c)
+	if !strings.Contains(body, `name="queue" value="mail"`) {
+		t.Errorf("the form does not start with the queue asked for")
+	}
+	post := func(vals url.Values) *http.Response {
+		t.Helper()
+		return h.do(req{method: "POST", path: "/enqueue", body: vals.Encode(), cookies: []*http.Cookie{c}, header: form}).Result()
+	}
+	if res := post(url.Values{"command": {"true"}}); res.StatusCode != http.StatusForbidden {
+		t.Errorf("without the CSRF token: %d", res.StatusCode)
+	}
+	for field, vals := range map[string]url.Values{
+		"priority": {"command": {"echo hi"}, "priority": {"high"}},
+		"queue":    {"command": {"echo hi"}, "queue": {"two words"}},
+		"run_at":   {"command": {"echo hi"}, "run_at": {"soon"}},
+		"env":      {"command": {"echo hi"}, "env": {"JUST_A_NAME"}},
+		"command":  {"command": {"  "}},
+	} {
+		vals.Set("csrf", csrf)
+		res := post(vals)
+		page := new(strings.Builder)
+		res.Write(page)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(page.String(), `id="enqueue-error"`) {
+			t.Errorf("%s: status %d", field, res.StatusCode)
+		}
+		if field == "priority" && !strings.Contains(page.String(), `name="priority" value="high"`) {
+			t.Errorf("the refused form lost what was typed")
+		}
+	}
+	if jobs, _ := h.store.ListJobs(context.Background(), queue.ListParams{}); len(jobs) != 0 {
+		t.Fatalf("refused jobs were stored: %d", len(jobs))
+	}
+	res := post(url.Values{"csrf": {csrf}, "command": {"echo <b>hi</b>"}, "queue": {"mail"}, "id": {"from-form"}, "priority": {"5"},
+		"max_retries": {"1"}, "timeout": {"90s"}, "env": {"GREETING=hello\nEMPTY=\n"}, "dir": {"/tmp"}})
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/jobs/from-form?done=enqueued" {
+		t.Fatalf("enqueue: %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	j, err := h.store.GetJob(context.Background(), "from-form")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Command != "echo <b>hi</b>" || j.Queue != "mail" || j.Priority != 5 || j.MaxRetries != 1 || j.Timeout.Seconds() != 90 ||
+		j.Env["GREETING"] != "hello" || j.Env["EMPTY"] != "" || len(j.Env) != 2 || j.Dir != "/tmp" {
+		t.Errorf("stored job: %+v", j)
+	}
+}
