@@ -30,6 +30,8 @@ func (s *Server) pageRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /dlq/retry", s.action(s.dlqRetryAction))
 	mux.Handle("POST /dlq/discard", s.action(s.dlqDiscardAction))
 	mux.Handle("POST /cron/{name}/trigger", s.action(s.triggerAction))
+	mux.Handle("POST /queues/{name}/pause", s.action(s.pauseAction))
+	mux.Handle("POST /queues/{name}/resume", s.action(s.resumeAction))
 	mux.Handle("/", s.view(func(http.ResponseWriter, *http.Request) error {
 		return errorf(http.StatusNotFound, codeNotFound, "There is no such page.")
 	}))
@@ -274,6 +276,18 @@ func (s *Server) triggerAction(r *http.Request) (url.Values, error) {
 		return done("trigger_queued", -1), err
 	}
 	return done("triggered", -1), err
+}
+
+func (s *Server) pauseAction(r *http.Request) (url.Values, error) {
+	err := s.cfg.Store.UpdateQueueControls(r.Context(), queue.ControlUpdate{Names: []string{r.PathValue("name")}, Paused: ptr(true)})
+	s.audit(r, "pause", r.PathValue("name"), err)
+	return done("queue_paused", -1), err
+}
+
+func (s *Server) resumeAction(r *http.Request) (url.Values, error) {
+	err := s.cfg.Store.UpdateQueueControls(r.Context(), queue.ControlUpdate{Names: []string{r.PathValue("name")}, Paused: ptr(false)})
+	s.audit(r, "resume", r.PathValue("name"), err)
+	return done("queue_resumed", -1), err
 }
 
 // audit logs an action taken from the dashboard.

@@ -173,6 +173,10 @@ func flashMessage(q url.Values) string {
 		return "Trigger queued: it runs when the previous run ends."
 	case "enqueued":
 		return "Job enqueued."
+	case "queue_paused":
+		return "Queue paused: workers start none of its jobs until it is resumed."
+	case "queue_resumed":
+		return "Queue resumed."
 	}
 	return ""
 }

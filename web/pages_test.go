@@ -140,7 +140,8 @@ func TestViewerMayNotActFromPages(t *testing.T) {
 		Command: "backup", Overlap: queue.OverlapSkip, CatchUp: queue.CatchUpNone, Enabled: true}}, h.clock.now())
 	c := h.signIn(viewerToken)
 	_, csrf := h.page("/dlq", c)
-	for _, path := range []string{"/jobs/d/retry", "/jobs/d/discard", "/jobs/p/cancel", "/dlq/retry", "/dlq/discard", "/cron/nightly/trigger"} {
+	for _, path := range []string{"/jobs/d/retry", "/jobs/d/discard", "/jobs/p/cancel", "/dlq/retry", "/dlq/discard", "/cron/nightly/trigger",
+		"/queues/default/pause", "/queues/default/resume"} {
 		rec := h.must(req{method: "POST", path: path, body: "csrf=" + csrf + "&back=/dlq", cookies: []*http.Cookie{c},
 			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, http.StatusForbidden)
 		if e := errCode(t, rec); e.Code != codeForbidden {
@@ -152,5 +153,57 @@ func TestViewerMayNotActFromPages(t *testing.T) {
 	}
 	if n, _ := h.store.ListJobs(ctx, queue.ListParams{Limit: 10}); len(n) != 2 {
 		t.Errorf("a viewer's trigger added a job: %d jobs", len(n))
+	}
+}
+
+// Admins pause and resume a queue from the queues table; the table shows
+// the pause and the limits.
+func TestPauseAndResumeFromPages(t *testing.T) {
+	h := tokens(t)
+	ctx := context.Background()
+	h.enqueue(`{"id":"p","command":"true","queue":"mail"}`)
+	if err := h.store.UpdateQueueControls(ctx, queue.ControlUpdate{Names: []string{"mail"}, MaxRunning: ptr(3)}); err != nil {
+		t.Fatal(err)
+	}
+	c := h.signIn(adminToken)
+	body, csrf := h.page("/workers", c)
+	if !strings.Contains(body, `id="pause-mail"`) || !strings.Contains(body, "3 running at most") || strings.Contains(body, ">paused<") {
+		t.Fatalf("the queues table of a running queue:\n%s", body)
+	}
+	act := func(path string) {
+		t.Helper()
+		h.must(req{method: "POST", path: path, body: "csrf=" + csrf + "&back=/workers", cookies: []*http.Cookie{c},
+			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, http.StatusSeeOther)
+	}
+	paused := func() bool {
+		t.Helper()
+		cs, err := h.store.QueueControls(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			if c.Name == "mail" {
+				return c.Paused
+			}
+		}
+		return false
+	}
+	act("/queues/mail/pause")
+	if !paused() {
+		t.Fatal("the pause button did not pause the queue")
+	}
+	for _, path := range []string{"/workers", "/"} {
+		body, _ := h.page(path, c)
+		if !strings.Contains(body, ">paused<") || !strings.Contains(body, `id="resume-mail"`) {
+			t.Errorf("%s does not show the paused queue", path)
+		}
+	}
+	act("/queues/mail/resume")
+	if paused() {
+		t.Fatal("the resume button did not resume the queue")
+	}
+	v := h.signIn(viewerToken)
+	if body, _ := h.page("/workers", v); strings.Contains(body, `id="pause-mail"`) {
+		t.Error("a viewer is offered the pause button")
 	}
 }

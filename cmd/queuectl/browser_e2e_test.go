@@ -201,5 +201,9 @@ job "heartbeat" {
 	step(t, ctx, "cron", chromedp.Navigate(s.url+"/cron"), chromedp.WaitVisible(`//div[contains(text(), "every 15 minutes")]`))
 	screenshot(t, ctx, "cron")
 	step(t, ctx, "workers", chromedp.Navigate(s.url+"/workers"), chromedp.WaitVisible(chromedp.CSS(`.grid`)))
+	step(t, ctx, "pause a queue", chromedp.Click(chromedp.CSS(`#pause-reports`)), chromedp.WaitVisible(chromedp.CSS(`#resume-reports`)))
+	if out := c.ok("queue", "list", "--json"); !strings.Contains(out, `"paused": true`) {
+		t.Errorf("the queue paused from the page is not paused:\n%s", out)
+	}
 	screenshot(t, ctx, "workers")
 }
