@@ -128,22 +128,14 @@ func NewID() string {
 // Enqueue resolves jobs against the store's defaults and the given per-queue
 // overrides, then inserts them all in one durable transaction.
 func Enqueue(ctx context.Context, st Store, queues map[string]Overrides, jobs []NewJob, now time.Time) ([]*Job, error) {
-	kv, err := st.GetConfig(ctx)
+	r, err := NewResolver(ctx, st, queues, now)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
-	}
-	base, err := SettingsFrom(kv)
-	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, err
 	}
 	out := make([]*Job, 0, len(jobs))
 	seen := make(map[string]int, len(jobs))
 	for i, n := range jobs {
-		q := n.Queue
-		if q == "" {
-			q = DefaultQueue
-		}
-		j, err := n.Resolve(queues[q].Apply(base), now)
+		j, err := r.Resolve(n)
 		if err != nil {
 			if len(jobs) > 1 {
 				return nil, fmt.Errorf("job %d: %w", i+1, err)

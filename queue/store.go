@@ -18,6 +18,11 @@ type Store interface {
 	// call with ErrDuplicate naming the id.
 	InsertJobs(ctx context.Context, jobs []*Job) error
 
+	// BeginImport starts a bulk insert of resolved jobs, stored a chunk
+	// per transaction yet all or nothing (see Import): no transaction
+	// holds a lock other writers need for longer than one chunk.
+	BeginImport(ctx context.Context) (Import, error)
+
 	// ClaimJobs atomically moves up to p.Limit runnable jobs (pending, or
 	// failed whose run_at has come) to processing for p.Worker, highest
 	// priority first, then earliest run_at, then oldest. No job is ever

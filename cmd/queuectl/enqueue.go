@@ -2,16 +2,12 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -55,7 +51,7 @@ Prints each new job id on its own line.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.file, "file", "f", "", "read JSON Lines from a file (- for stdin), all in one transaction")
+	f.StringVarP(&o.file, "file", "f", "", "read JSON Lines (or a JSON array) from a file (- for stdin): all jobs or none, streamed in chunks")
 	f.StringVar(&o.command, "command", "", "shell command to run")
 	f.StringVar(&o.id, "id", "", "job id (default: generated)")
 	f.StringVar(&o.queue, "queue", "", "queue name (default \"default\")")
@@ -104,10 +100,7 @@ func (a *app) runEnqueue(cmd *cobra.Command, args []string, o *enqueueOptions) e
 		}
 		jobs = append(jobs, n)
 	case o.file != "":
-		var err error
-		if jobs, err = a.readJobLines(o.file, now, ignored); err != nil {
-			return err
-		}
+		return a.enqueueFile(cmd, o.file, now, ignored)
 	default:
 		n, err := o.newJob(cmd, now)
 		if err != nil {
@@ -160,48 +153,6 @@ func (o *enqueueOptions) newJob(cmd *cobra.Command, now time.Time) (queue.NewJob
 		n.RunAt = t
 	}
 	return n, nil
-}
-
-// readJobLines parses a JSON Lines file, or one JSON array of jobs (the
-// output of list --json); errors name the line or the item.
-func (a *app) readJobLines(path string, now time.Time, ignored map[string]bool) ([]queue.NewJob, error) {
-	var r io.Reader = a.stdin
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("enqueue: %w", err)}
-		}
-		defer f.Close()
-		r = f
-	}
-	// A batch is parsed into memory that lives until it is stored: letting
-	// the heap grow further between collections saves most of the GC work.
-	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	br := bufio.NewReaderSize(r, 64*1024)
-	if first, err := firstByte(br); err == nil && first == '[' {
-		return readJobArray(br, path, now, ignored)
-	}
-	sc := bufio.NewScanner(br)
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	var jobs []queue.NewJob
-	for line := 1; sc.Scan(); line++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		n, err := parseJobJSON(b, now, ignored)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("enqueue: %s line %d: %w", path, line, err)}
-		}
-		jobs = append(jobs, n)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("enqueue: read %s: %w", path, err)
-	}
-	if len(jobs) == 0 {
-		return nil, usagef("enqueue: %s holds no jobs", path)
-	}
-	return jobs, nil
 }
 
 // parseJobJSON decodes one job as the CLI takes it: a relative dir is
@@ -264,24 +215,4 @@ func firstByte(br *bufio.Reader) (byte, error) {
 		}
 		br.ReadByte()
 	}
-}
-
-// readJobArray reads one JSON array of job objects.
-func readJobArray(r io.Reader, path string, now time.Time, ignored map[string]bool) ([]queue.NewJob, error) {
-	var items []json.RawMessage
-	if err := json.NewDecoder(r).Decode(&items); err != nil {
-		return nil, usageError{fmt.Errorf("enqueue: %s: invalid JSON array: %w", path, err)}
-	}
-	if len(items) == 0 {
-		return nil, usagef("enqueue: %s holds no jobs", path)
-	}
-	jobs := make([]queue.NewJob, 0, len(items))
-	for i, b := range items {
-		n, err := parseJobJSON(b, now, ignored)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("enqueue: %s item %d: %w", path, i+1, err)}
-		}
-		jobs = append(jobs, n)
-	}
-	return jobs, nil
 }

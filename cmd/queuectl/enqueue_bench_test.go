@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // BenchmarkEnqueueFile measures `queuectl enqueue --file` in-process: JSON
@@ -47,4 +51,86 @@ func runWith(ctx context.Context, args []string, getenv func(string) string) int
 		return exitCode(err)
 	}
 	return 0
+}
+
+// peakHeap runs fn and returns the most heap in use seen while it ran,
+// sampled every few milliseconds.
+func peakHeap(fn func()) uint64 {
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > peak.Load() {
+				peak.Store(m.HeapInuse)
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	fn()
+	close(done)
+	<-sampled
+	return peak.Load()
+}
+
+// enqueueFileIn enqueues n generated jobs with `enqueue --file` in-process
+// into a new database, and returns the peak heap in use meanwhile.
+func enqueueFileIn(t testing.TB, n int) uint64 {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "jobs.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	for i := range n {
+		fmt.Fprintf(w, `{"id":"e%d","command":"echo job %d","queue":"bench","priority":%d}`+"\n", i, i, i%10)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	getenv := func(k string) string {
+		if k == "QUEUECTL_HOME" {
+			return dir
+		}
+		return ""
+	}
+	db := filepath.Join(dir, "queue.db")
+	if code := runWith(context.Background(), []string{"--db", db, "migrate"}, getenv); code != 0 {
+		t.Fatal("migrate failed")
+	}
+	runtime.GC()
+	var code int
+	peak := peakHeap(func() {
+		code = runWith(context.Background(), []string{"--db", db, "enqueue", "--file", path}, getenv)
+	})
+	if code != 0 {
+		t.Fatalf("enqueue --file of %d jobs: exit %d", n, code)
+	}
+	return peak
+}
+
+// The heap an import needs does not grow with the file: a file of eight
+// times the jobs (several chunks of queue.ImportChunk) peaks at about the
+// same heap. Reading the whole file into memory, as enqueue once did, needs
+// about 500 bytes per job more: some 35 MB more for the larger file here.
+func TestEnqueueFileMemoryIsBounded(t *testing.T) {
+	small := enqueueFileIn(t, 10_000)
+	large := enqueueFileIn(t, 80_000)
+	t.Logf("peak heap in use: %d jobs %.1f MB, %d jobs %.1f MB", 10_000, float64(small)/1e6, 80_000, float64(large)/1e6)
+	if large > small+16<<20 {
+		t.Fatalf("peak heap grew from %.1f MB to %.1f MB for eight times the jobs; it should stay bounded",
+			float64(small)/1e6, float64(large)/1e6)
+	}
 }

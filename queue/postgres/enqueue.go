@@ -32,29 +32,39 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 		return nil
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		for _, j := range jobs {
-			b.Queue(insertJob, insertArgs(j, "")...)
-		}
-		b.Queue(notifySQL, s.channel)
-		br := tx.SendBatch(ctx, b)
-		defer br.Close()
-		for _, j := range jobs {
-			if _, err := br.Exec(); err != nil {
-				if isUnique(err) {
-					return fmt.Errorf("%w: %q already exists", queue.ErrDuplicate, j.ID)
-				}
-				return err
-			}
-		}
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
-		return br.Close()
+		return sendInserts(ctx, tx, jobs, s.channel)
 	})
 	if err != nil {
 		return fmt.Errorf("insert jobs: %w", err)
 	}
 	s.wake.broadcast()
 	return nil
+}
+
+// sendInserts inserts pending jobs in tx as one pipelined batch, then
+// notifies channel unless it is "".
+func sendInserts(ctx context.Context, tx pgx.Tx, jobs []*queue.Job, channel string) error {
+	b := &pgx.Batch{}
+	for _, j := range jobs {
+		b.Queue(insertJob, insertArgs(j, "")...)
+	}
+	if channel != "" {
+		b.Queue(notifySQL, channel)
+	}
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	for _, j := range jobs {
+		if _, err := br.Exec(); err != nil {
+			if isUnique(err) {
+				return fmt.Errorf("%w: %q already exists", queue.ErrDuplicate, j.ID)
+			}
+			return err
+		}
+	}
+	if channel != "" {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	return br.Close()
 }

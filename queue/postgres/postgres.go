@@ -6,7 +6,8 @@
 // Design:
 //   - One pgxpool per Store. No method holds on to a connection between
 //     calls, so after a server restart the pool replaces dead connections
-//     and the next call (the engine retries) succeeds. Transient errors
+//     and the next call (the engine retries) succeeds. The one exception is
+//     a bulk import (bulk.go): one transaction across its chunks. Transient errors
 //     (connection lost, serialization failure, deadlock) are returned
 //     wrapped, never retried here: a retried insert after an ambiguous
 //     commit could report a duplicate for a job that was stored.

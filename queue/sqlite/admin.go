@@ -115,7 +115,7 @@ type cancelTx struct{ tx *sql.Tx }
 
 func (c cancelTx) JobState(ctx context.Context, id string) (queue.State, bool, error) {
 	var state string
-	err := c.tx.QueryRowContext(ctx, `SELECT state FROM jobs WHERE id = ?`, id).Scan(&state)
+	err := c.tx.QueryRowContext(ctx, `SELECT state FROM jobs WHERE id = ? AND state <> 'staged'`, id).Scan(&state)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}

@@ -62,16 +62,18 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 }
 
 // execInsert inserts one pending job; fireKey is "" for ad-hoc jobs. A
-// job's updated_at starts equal to its created_at.
-func execInsert(ctx context.Context, st *sql.Stmt, j *queue.Job, fireKey string) error {
+// job's updated_at starts equal to its created_at. extra are the values of
+// columns st has after fire_key.
+func execInsert(ctx context.Context, st *sql.Stmt, j *queue.Job, fireKey string, extra ...any) error {
 	var env sql.NullString
 	if len(j.Env) > 0 {
 		b, _ := json.Marshal(j.Env)
 		env = sql.NullString{String: string(b), Valid: true}
 	}
-	_, err := st.ExecContext(ctx, j.ID, j.Queue, j.Command, j.Priority, j.MaxRetries, j.Timeout.Microseconds(),
+	args := append([]any{j.ID, j.Queue, j.Command, j.Priority, j.MaxRetries, j.Timeout.Microseconds(),
 		j.BackoffBase, j.MaxBackoff.Microseconds(), toUS(j.RunAt), toUS(j.CreatedAt), env,
-		nullString(j.Dir), nullString(j.Template), toUSNull(j.ScheduledAt), nullString(fireKey))
+		nullString(j.Dir), nullString(j.Template), toUSNull(j.ScheduledAt), nullString(fireKey)}, extra...)
+	_, err := st.ExecContext(ctx, args...)
 	if isUnique(err) {
 		return fmt.Errorf("%w: %q already exists", queue.ErrDuplicate, j.ID)
 	}

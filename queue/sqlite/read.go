@@ -83,7 +83,7 @@ func scanJobs(rows *sql.Rows) ([]*queue.Job, error) {
 
 // GetJob implements queue.Store.
 func (s *Store) GetJob(ctx context.Context, id string) (*queue.Job, error) {
-	j, err := scanJob(s.readDB.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+	j, err := scanJob(s.readDB.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ? AND state <> 'staged'`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("job %q: %w", id, queue.ErrNotFound)
 	}
@@ -102,6 +102,8 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) ([]*queue.Job,
 		for _, st := range p.States {
 			args = append(args, string(st))
 		}
+	} else {
+		where = append(where, "state <> 'staged'") // an import's, not yet committed (bulk.go)
 	}
 	if p.Queue != "" {
 		where = append(where, "queue = ?")
@@ -211,7 +213,7 @@ func (s *Store) Output(ctx context.Context, jobID string, number int) (*queue.At
 // CountJobs implements queue.Store from the counts the triggers of
 // migration 4 keep.
 func (s *Store) CountJobs(ctx context.Context) ([]queue.Count, error) {
-	rows, err := s.readDB.QueryContext(ctx, `SELECT queue, state, n FROM job_counts WHERE n > 0 ORDER BY queue, state`)
+	rows, err := s.readDB.QueryContext(ctx, `SELECT queue, state, n FROM job_counts WHERE n > 0 AND state <> 'staged' ORDER BY queue, state`)
 	if err != nil {
 		return nil, fmt.Errorf("count jobs: %w", describe(err))
 	}

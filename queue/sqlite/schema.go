@@ -62,6 +62,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s.readDB.SetMaxIdleConns(4)
 	s.wake = newWaker(abs + "-wake")
 	s.events = newWaker(abs + "-events")
+	// Imports left by a process that died are finished or dropped. Their
+	// jobs are invisible meanwhile, so a failure here only leaves the
+	// work to the next Open or import.
+	_ = s.recoverImports(ctx)
 	return s, nil
 }
 

@@ -28,6 +28,9 @@
 //     media, or a disk too full for the -shm file) opens read-only; writes
 //     then fail at once naming the database (readonly.go). A write that
 //     runs out of space fails as "disk full" and is rolled back.
+//   - Bulk imports stage their jobs hidden, a chunk per transaction, and
+//     publish them after one short commit; an importer's flock tells the
+//     next process whether to finish or drop an import left behind (bulk.go).
 package sqlite
 
 import (

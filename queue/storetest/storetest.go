@@ -66,6 +66,10 @@ func Run(t *testing.T, newDB NewDB) {
 		{"Metrics", testMetrics},
 		{"InterruptedAttemptKeepsItsNumber", testInterruptedAttemptKeepsItsNumber},
 		{"LiveOutput", testLiveOutput},
+		{"ImportAllOrNothing", testImportAllOrNothing},
+		{"ImportAbort", testImportAbort},
+		{"ImportDuplicate", testImportDuplicate},
+		{"ImportLetsWorkersWrite", testImportLetsWorkersWrite},
 	}
 	tests = append(tests, controlTests()...)
 	for _, tc := range tests {

@@ -1,0 +1,61 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// ImportChunk is the number of jobs a bulk import stores per transaction:
+// small enough that the write lock is held for a fraction of a second (so
+// workers keep renewing their leases), large enough that transactions cost
+// little.
+const ImportChunk = 10_000
+
+// Import is a bulk insert in progress (Store.BeginImport). Its jobs are
+// stored chunk by chunk, each chunk in its own transaction, but stay
+// invisible (not claimed, listed, counted or shown) until Commit makes
+// them all visible; Abort, or the death of the importing process before
+// Commit, leaves nothing.
+type Import interface {
+	// Stage stores a chunk of resolved jobs, hidden. An id already taken,
+	// by a stored job or one staged earlier, fails with ErrDuplicate
+	// naming it; the import should then be aborted.
+	Stage(ctx context.Context, jobs []*Job) error
+	// Commit makes every staged job pending, durably, and ends the import.
+	Commit(ctx context.Context) error
+	// Abort drops the staged jobs and ends the import. After Commit it
+	// does nothing.
+	Abort(ctx context.Context) error
+}
+
+// Resolver resolves jobs as Enqueue does, against a store's defaults and
+// per-queue overrides read once.
+type Resolver struct {
+	base   Settings
+	queues map[string]Overrides
+	now    time.Time
+}
+
+// NewResolver reads the store's defaults; queues are the per-queue
+// overrides (QueueOverrides).
+func NewResolver(ctx context.Context, st Store, queues map[string]Overrides, now time.Time) (*Resolver, error) {
+	kv, err := st.GetConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	base, err := SettingsFrom(kv)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return &Resolver{base: base, queues: queues, now: now}, nil
+}
+
+// Resolve validates n and turns it into a pending job.
+func (r *Resolver) Resolve(n NewJob) (*Job, error) {
+	q := n.Queue
+	if q == "" {
+		q = DefaultQueue
+	}
+	return n.Resolve(r.queues[q].Apply(r.base), r.now)
+}

@@ -1,0 +1,239 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+// Bulk imports (enqueue --file) on SQLite, all or nothing without holding
+// the write lock for the whole file:
+//
+//  1. Begin takes an exclusive flock on a lock file beside the database
+//     ("<db>-import-<id>"), then records the import (imports table).
+//  2. Each chunk is one transaction inserting jobs in state 'staged' with
+//     the import's id. No reader shows a staged job and no claim takes one;
+//     the id is taken, so a duplicate is found at once.
+//  3. Commit is one short transaction (synchronous=FULL) marking the
+//     import committed: from then on it will be published. Publishing
+//     turns staged jobs pending in chunks of queue.ImportChunk; jobs become
+//     visible chunk by chunk over about a second.
+//
+// A process that dies leaves its import recorded and its lock file
+// unlocked (the kernel drops the flock). The next Open or Begin finds it:
+// uncommitted, its staged jobs are deleted; committed, publishing is
+// finished. The flock tells a dead importer from a live one exactly, on the
+// one host a SQLite database lives on.
+
+const insertStagedJob = `INSERT INTO jobs (id, queue, command, state, priority, attempts, max_retries, timeout_us,
+	backoff_base, max_backoff_us, run_at, created_at, updated_at, env, dir, template, scheduled_at, fire_key, import_id)
+	VALUES (?, ?, ?, 'staged', ?, 0, ?, ?, ?, ?, ?, ?, ?10, ?, ?, ?, ?, ?, ?)`
+
+// stagedRows selects a chunk of an import's staged jobs.
+const stagedRows = `SELECT rowid FROM jobs WHERE import_id = ? AND state = 'staged'`
+
+type bulkImport struct {
+	s    *Store
+	id   string
+	lock *os.File
+	done bool
+}
+
+var _ queue.Import = (*bulkImport)(nil)
+
+// BeginImport implements queue.Store.
+func (s *Store) BeginImport(ctx context.Context) (queue.Import, error) {
+	if err := s.recoverImports(ctx); err != nil {
+		return nil, fmt.Errorf("begin import: %w", err)
+	}
+	id := queue.NewID()
+	lock, ok, err := s.lockImport(id)
+	if err != nil || !ok {
+		return nil, fmt.Errorf("begin import: lock %s: %v", s.importLock(id), err)
+	}
+	err = s.write(ctx, false, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO imports (id, committed) VALUES (?, 0)`, id)
+		return err
+	})
+	if err != nil {
+		s.unlockImport(id, lock)
+		return nil, fmt.Errorf("begin import: %w", err)
+	}
+	return &bulkImport{s: s, id: id, lock: lock}, nil
+}
+
+// Stage implements queue.Import. Staged jobs need no fsync of their own:
+// in WAL mode the commit record, written after them with
+// synchronous=FULL, makes them durable with it.
+func (b *bulkImport) Stage(ctx context.Context, jobs []*queue.Job) error {
+	if b.done {
+		return errors.New("stage jobs: the import has ended")
+	}
+	err := b.s.write(ctx, false, func(tx *sql.Tx) error {
+		st, err := b.s.stmt(ctx, tx, insertStagedJob)
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			if err := execInsert(ctx, st, j, "", b.id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("stage jobs: %w", err)
+	}
+	return nil
+}
+
+// Commit implements queue.Import.
+func (b *bulkImport) Commit(ctx context.Context) error {
+	if b.done {
+		return errors.New("commit import: the import has ended")
+	}
+	err := b.s.write(ctx, true, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE imports SET committed = 1 WHERE id = ?`, b.id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("commit import: %w", err)
+	}
+	b.done = true
+	defer b.s.unlockImport(b.id, b.lock)
+	if err := b.s.publish(ctx, b.id); err != nil {
+		// Committed: the next Open or import finishes publishing.
+		return fmt.Errorf("commit import: %w", err)
+	}
+	return nil
+}
+
+// Abort implements queue.Import.
+func (b *bulkImport) Abort(ctx context.Context) error {
+	if b.done {
+		return nil
+	}
+	b.done = true
+	defer b.s.unlockImport(b.id, b.lock)
+	if err := b.s.dropImport(ctx, b.id); err != nil {
+		return fmt.Errorf("abort import: %w", err)
+	}
+	return nil
+}
+
+// publish makes a committed import's staged jobs pending, a chunk per
+// transaction, then forgets the import.
+func (s *Store) publish(ctx context.Context, id string) error {
+	for {
+		n, err := s.batch(ctx, false, stagedRows,
+			`UPDATE jobs SET state = 'pending', import_id = NULL WHERE rowid IN (%s)`, queue.ImportChunk, false, id)
+		if err != nil {
+			return fmt.Errorf("publish jobs: %w", err)
+		}
+		if n > 0 {
+			s.wake.notify()
+		}
+		if n < queue.ImportChunk {
+			break
+		}
+	}
+	return s.forgetImport(ctx, id)
+}
+
+// dropImport deletes an uncommitted import's staged jobs, a chunk per
+// transaction, then forgets the import.
+func (s *Store) dropImport(ctx context.Context, id string) error {
+	for {
+		n, err := s.batch(ctx, false, stagedRows, `DELETE FROM jobs WHERE rowid IN (%s)`, queue.ImportChunk, false, id)
+		if err != nil {
+			return fmt.Errorf("drop staged jobs: %w", err)
+		}
+		if n < queue.ImportChunk {
+			break
+		}
+	}
+	return s.forgetImport(ctx, id)
+}
+
+func (s *Store) forgetImport(ctx context.Context, id string) error {
+	return s.write(ctx, false, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM imports WHERE id = ?`, id)
+		return err
+	})
+}
+
+// recoverImports finishes the imports whose process died: it publishes
+// committed ones and drops the others. Imports whose lock is held are
+// alive and left alone.
+func (s *Store) recoverImports(ctx context.Context) error {
+	rows, err := s.readDB.QueryContext(ctx, `SELECT id, committed FROM imports`)
+	if err != nil {
+		return describe(err)
+	}
+	type imp struct {
+		id        string
+		committed bool
+	}
+	var imps []imp
+	for rows.Next() {
+		var i imp
+		if err := rows.Scan(&i.id, &i.committed); err != nil {
+			rows.Close()
+			return err
+		}
+		imps = append(imps, i)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, i := range imps {
+		lock, ok, err := s.lockImport(i.id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue // its process is alive
+		}
+		if i.committed {
+			err = s.publish(ctx, i.id)
+		} else {
+			err = s.dropImport(ctx, i.id)
+		}
+		s.unlockImport(i.id, lock)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) importLock(id string) string { return s.path + "-import-" + id }
+
+// lockImport takes the import's lock file without waiting; ok is false
+// when another process holds it.
+func (s *Store) lockImport(id string) (f *os.File, ok bool, err error) {
+	f, err = os.OpenFile(s.importLock(id), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	return f, true, nil
+}
+
+// unlockImport removes the lock file, then releases it.
+func (s *Store) unlockImport(id string, f *os.File) {
+	os.Remove(s.importLock(id))
+	f.Close()
+}

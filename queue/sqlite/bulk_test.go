@@ -1,0 +1,154 @@
+package sqlite_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/sqlite"
+)
+
+// importChildEnv makes the test binary an importer that stages two chunks,
+// says so and waits to be killed.
+const importChildEnv = "QUEUECTL_TEST_IMPORT_CHILD"
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(importChildEnv); path != "" {
+		os.Exit(importChild(path))
+	}
+	os.Exit(m.Run())
+}
+
+func importChild(path string) int {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	imp, err := s.BeginImport(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for c := range 2 {
+		jobs := make([]*queue.Job, 100)
+		for i := range jobs {
+			jobs[i], _ = queue.NewJob{ID: fmt.Sprintf("c%d-%d", c, i), Command: "true"}.Resolve(queue.DefaultSettings(), time.Now())
+		}
+		if err := imp.Stage(ctx, jobs); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	fmt.Println("staged")
+	bufio.NewReader(os.Stdin).ReadString('\n') // until killed
+	return 0
+}
+
+func rawCount(t *testing.T, path, query string) int {
+	t.Helper()
+	raw, err := sqlite.OpenRaw(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var n int
+	if err := raw.QueryRow(query).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// An importer killed between chunks leaves hidden staged jobs; the next
+// process to open the database drops them, and the ids are free again.
+func TestImportOfKilledProcessIsDropped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	openAt(t, path).Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), importChildEnv+"="+path)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "staged\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child: %q, %v", line, err)
+	}
+	// While it lives, opening the database leaves its import alone.
+	s := openAt(t, path)
+	if n := rawCount(t, path, `SELECT count(*) FROM jobs WHERE state = 'staged'`); n != 200 {
+		t.Fatalf("a live import lost its staged jobs: %d left", n)
+	}
+	s.Close()
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+
+	s = openAt(t, path)
+	if n := rawCount(t, path, `SELECT count(*) FROM jobs`) + rawCount(t, path, `SELECT count(*) FROM imports`); n != 0 {
+		t.Fatalf("the killed import left %d rows", n)
+	}
+	if _, err := queue.Enqueue(context.Background(), s, nil, []queue.NewJob{{ID: "c0-0", Command: "true"}}, time.Now()); err != nil {
+		t.Fatalf("the id of a dropped import is still taken: %v", err)
+	}
+}
+
+// An import committed by a process that died before publishing every
+// chunk is published by the next process to open the database.
+func TestCommittedImportIsFinished(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	openAt(t, path).Close()
+	raw, err := sqlite.OpenRaw(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMicro()
+	tx, err := raw.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`INSERT INTO imports (id, committed) VALUES ('imp', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 25_000 { // more than two chunks
+		state := "staged"
+		if i < 10_000 {
+			state = "pending" // the chunk published before the crash
+		}
+		_, err := tx.Exec(`INSERT INTO jobs (id, queue, command, state, max_retries, backoff_base, max_backoff_us,
+			run_at, created_at, updated_at, import_id) VALUES (?, 'default', 'true', ?, 3, 2, 3600000000, ?, ?, ?, ?)`,
+			fmt.Sprintf("j%d", i), state, now, now, now, map[bool]any{true: "imp", false: nil}[state == "staged"])
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	s := openAt(t, path)
+	counts, err := s.CountJobs(context.Background())
+	if err != nil || len(counts) != 1 || counts[0].State != queue.StatePending || counts[0].N != 25_000 {
+		t.Fatalf("after recovery: %+v, %v; want 25000 pending", counts, err)
+	}
+	if n := rawCount(t, path, `SELECT count(*) FROM imports`); n != 0 {
+		t.Fatalf("%d imports left", n)
+	}
+}

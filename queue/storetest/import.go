@@ -1,0 +1,179 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+// chunkOf builds n resolved jobs with ids prefix0..prefix(n-1).
+func chunkOf(t *testing.T, prefix string, n int) []*queue.Job {
+	t.Helper()
+	out := make([]*queue.Job, n)
+	for i := range out {
+		out[i] = job(t, fmt.Sprintf("%s%d", prefix, i), nil)
+	}
+	return out
+}
+
+func begin(t *testing.T, s queue.Store) queue.Import {
+	t.Helper()
+	imp, err := s.BeginImport(ctx(t))
+	if err != nil {
+		t.Fatalf("begin import: %v", err)
+	}
+	return imp
+}
+
+func stage(t *testing.T, imp queue.Import, jobs []*queue.Job) {
+	t.Helper()
+	if err := imp.Stage(ctx(t), jobs); err != nil {
+		t.Fatalf("stage: %v", err)
+	}
+}
+
+// checkVisible asserts that the readers of s see want jobs, and none
+// named hidden (a staged job) when given.
+func checkVisible(t *testing.T, s queue.Store, want int, hidden string) {
+	t.Helper()
+	jobs, err := s.ListJobs(ctx(t), queue.ListParams{})
+	if err != nil || len(jobs) != want {
+		t.Fatalf("list: %d jobs (%v), want %d", len(jobs), err, want)
+	}
+	counts, err := s.CountJobs(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range counts {
+		n += c.N
+	}
+	if n != want {
+		t.Fatalf("counts %+v: %d jobs, want %d", counts, n, want)
+	}
+	if hidden == "" {
+		return
+	}
+	if _, err := s.GetJob(ctx(t), hidden); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("get staged %s: want ErrNotFound, got %v", hidden, err)
+	}
+	if _, err := s.CancelJob(ctx(t), hidden, t0); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("cancel staged %s: want ErrNotFound, got %v", hidden, err)
+	}
+	if _, err := s.DiscardJobs(ctx(t), queue.DiscardParams{IDs: []string{hidden}}); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("discard staged %s: want ErrNotFound, got %v", hidden, err)
+	}
+}
+
+// Staged jobs are invisible to every handle, and claimable by none, until
+// Commit makes them all pending at once.
+func testImportAllOrNothing(t *testing.T, open Opener) {
+	s, other := open(t), open(t)
+	insert(t, s, job(t, "before", nil))
+	imp := begin(t, s)
+	stage(t, imp, chunkOf(t, "a", 300))
+	stage(t, imp, chunkOf(t, "b", 200))
+	for _, h := range []queue.Store{s, other} {
+		checkVisible(t, h, 1, "a7")
+	}
+	if got := claim(t, other, "w", 1000, storeNow(t, other)); len(got) != 1 || got[0].ID != "before" {
+		t.Fatalf("claimed %d jobs while the import was open; want only the one stored before", len(got))
+	}
+	if err := imp.Commit(ctx(t)); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	checkVisible(t, other, 501, "")
+	if j := get(t, other, "b199"); j.State != queue.StatePending {
+		t.Fatalf("committed job: %+v", j)
+	}
+	if got := claim(t, other, "w", 1000, storeNow(t, other)); len(got) != 500 {
+		t.Fatalf("claimed %d committed jobs, want 500", len(got))
+	}
+	if err := imp.Abort(ctx(t)); err != nil {
+		t.Fatalf("abort after commit: %v", err)
+	}
+	checkVisible(t, other, 501, "")
+}
+
+// Abort leaves nothing, and the ids are free again.
+func testImportAbort(t *testing.T, open Opener) {
+	s := open(t)
+	imp := begin(t, s)
+	stage(t, imp, chunkOf(t, "a", 100))
+	if err := imp.Abort(ctx(t)); err != nil {
+		t.Fatalf("abort: %v", err)
+	}
+	checkVisible(t, s, 0, "a1")
+	again := begin(t, s)
+	stage(t, again, chunkOf(t, "a", 100))
+	if err := again.Commit(ctx(t)); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	checkVisible(t, s, 100, "")
+}
+
+// An id taken by a stored job, or by a job staged earlier in the same
+// import, fails the chunk with ErrDuplicate naming it; aborting then
+// leaves the store as it was.
+func testImportDuplicate(t *testing.T, open Opener) {
+	s := open(t)
+	insert(t, s, job(t, "taken", nil))
+	imp := begin(t, s)
+	stage(t, imp, chunkOf(t, "a", 10))
+	err := imp.Stage(ctx(t), []*queue.Job{job(t, "fresh", nil), job(t, "taken", nil)})
+	if !errors.Is(err, queue.ErrDuplicate) || !containsQuoted(err, "taken") {
+		t.Fatalf("stage a taken id: want ErrDuplicate naming it, got %v", err)
+	}
+	if err := imp.Abort(ctx(t)); err != nil {
+		t.Fatalf("abort: %v", err)
+	}
+	checkVisible(t, s, 1, "a1")
+
+	imp = begin(t, s)
+	stage(t, imp, chunkOf(t, "a", 10))
+	if err := imp.Stage(ctx(t), chunkOf(t, "a", 1)); !errors.Is(err, queue.ErrDuplicate) {
+		t.Fatalf("stage an id staged before: want ErrDuplicate, got %v", err)
+	}
+	if err := imp.Abort(ctx(t)); err != nil {
+		t.Fatalf("abort: %v", err)
+	}
+	checkVisible(t, s, 1, "a0")
+}
+
+// Between chunks an open import holds no lock that other writers need:
+// another handle (another process, in effect) claims, renews its lease
+// and enqueues while the import is open. A store that held its write
+// lock until Commit would make these calls fail (SQLite: busy after its
+// bounded wait), not merely slow them.
+func testImportLetsWorkersWrite(t *testing.T, open Opener) {
+	s, worker := open(t), open(t)
+	insert(t, s, job(t, "running", nil))
+	if err := worker.RegisterWorker(ctx(t), &queue.WorkerInfo{ID: "w", PID: 1, Host: "h", StartedAt: t0, HeartbeatAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	imp := begin(t, s)
+	stage(t, imp, chunkOf(t, "a", 1000))
+	now := storeNow(t, worker)
+	if got := claim(t, worker, "w", 1, now); len(got) != 1 {
+		t.Fatalf("claim during an import: %d jobs", len(got))
+	}
+	stage(t, imp, chunkOf(t, "b", 1000))
+	res, err := worker.Heartbeat(ctx(t), queue.HeartbeatParams{Worker: "w", Jobs: []string{"running"}, Now: now, LeaseUntil: now.Add(time.Minute)})
+	if err != nil || len(res.Lost) != 0 {
+		t.Fatalf("lease renewal during an import: %+v, %v", res, err)
+	}
+	insert(t, worker, job(t, "other", nil))
+	if err := imp.Commit(ctx(t)); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	checkVisible(t, worker, 2002, "")
+}
+
+func containsQuoted(err error, id string) bool {
+	return err != nil && strings.Contains(err.Error(), strconv.Quote(id))
+}
