@@ -129,9 +129,10 @@ func (b *runner) engine(ctx context.Context) ([]Result, error) {
 	return out, nil
 }
 
-// startWorkers starts n detached worker processes and returns their pids.
-func (b *runner) startWorkers(ctx context.Context, dsn string, n int) ([]int, error) {
-	out, err := b.cliOK(ctx, dsn, "worker", "start", "--count", strconv.Itoa(n))
+// startWorkers starts n detached worker processes (with more worker start
+// flags in extra) and returns their pids.
+func (b *runner) startWorkers(ctx context.Context, dsn string, n int, extra ...string) ([]int, error) {
+	out, err := b.cliOK(ctx, dsn, append([]string{"worker", "start", "--count", strconv.Itoa(n)}, extra...)...)
 	if err != nil {
 		return nil, err
 	}
