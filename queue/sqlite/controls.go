@@ -173,34 +173,9 @@ func (s *Store) claimSteered(ctx context.Context, tx *sql.Tx, p queue.ClaimParam
 	for _, c := range cs {
 		steered[c.Name] = true
 	}
-	var cands []candidate
-	free := p.Queues
-	if len(free) > 0 {
-		free = nil
-		for _, q := range p.Queues {
-			if !steered[q] {
-				free = append(free, q)
-			}
-		}
-	}
-	if len(p.Queues) == 0 || len(free) > 0 {
-		filter, args := "", []any{toUS(p.Now)}
-		if len(free) > 0 {
-			filter = " AND queue IN (" + placeholders(len(free)) + ")"
-			for _, q := range free {
-				args = append(args, q)
-			}
-		} else {
-			filter = " AND queue NOT IN (" + placeholders(len(cs)) + ")"
-			for _, c := range cs {
-				args = append(args, c.Name)
-			}
-		}
-		got, err := s.candidates(ctx, tx, "jobs_claim", filter, append(args, p.Limit))
-		if err != nil {
-			return nil, err
-		}
-		cands = append(cands, got...)
+	cands, err := s.freeCandidates(ctx, tx, p, cs, steered)
+	if err != nil {
+		return nil, err
 	}
 	for _, c := range cs {
 		if n := allow[c.Name]; n != 0 && !c.Paused {
@@ -243,6 +218,60 @@ func (s *Store) claimSteered(ctx context.Context, tx *sql.Tx, p queue.ClaimParam
 		return nil, err
 	}
 	return ids, s.recordStarts(ctx, tx, cs, taken, p.Now)
+}
+
+// perQueueMax is how many free queues a steered claim reads one by one;
+// beyond it, it walks the global claim order past the steered queues' jobs.
+const perQueueMax = 16
+
+// freeCandidates reads up to p.Limit candidates from each queue the claim
+// may take from that is not steered: the named ones, or (every queue) those
+// that hold runnable jobs, as job_counts says. Each is read through its own
+// range of jobs_claim_queue, so a limited queue's backlog is never walked.
+func (s *Store) freeCandidates(ctx context.Context, tx *sql.Tx, p queue.ClaimParams, cs []queue.QueueControl, steered map[string]bool) ([]candidate, error) {
+	queues := p.Queues
+	if len(queues) == 0 {
+		st, err := s.stmt(ctx, tx, `SELECT DISTINCT queue FROM job_counts WHERE state IN ('pending', 'failed') AND n > 0`)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := st.QueryContext(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if queues, err = scanColumn[string](rows); err != nil {
+			return nil, err
+		}
+	}
+	var free []string
+	for _, q := range queues {
+		if !steered[q] {
+			free = append(free, q)
+		}
+	}
+	if len(free) > perQueueMax {
+		// Many queues: one walk of the global order, past the steered ones.
+		filter, args := " AND queue NOT IN ("+placeholders(len(cs))+")", []any{toUS(p.Now)}
+		for _, c := range cs {
+			args = append(args, c.Name)
+		}
+		if len(p.Queues) > 0 {
+			filter, args = " AND queue IN ("+placeholders(len(free))+")", []any{toUS(p.Now)}
+			for _, q := range free {
+				args = append(args, q)
+			}
+		}
+		return s.candidates(ctx, tx, "jobs_claim", filter, append(args, p.Limit))
+	}
+	var out []candidate
+	for _, q := range free {
+		got, err := s.candidates(ctx, tx, "jobs_claim_queue", " AND queue = ?", []any{toUS(p.Now), q, p.Limit})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
 }
 
 // candidates reads runnable jobs in claim order through index; args are
