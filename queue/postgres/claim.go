@@ -27,8 +27,7 @@ func claimSQL(queues []string, limit int) string {
 	case len(queues) == 1:
 		// One queue: a check made once (an InitPlan), not per row, which
 		// keeps the planner on the queue's claim index.
-		filter = ` AND queue = $4 AND NOT EXISTS (SELECT 1 FROM queue_controls qc WHERE qc.name = $4
-			AND (qc.paused OR qc.max_running > 0 OR qc.rate_limit > 0))`
+		filter = oneQueueFilter("$4")
 	case len(queues) > 1:
 		filter = " AND queue = ANY($4)" + steeredGuard
 	}
@@ -43,6 +42,13 @@ func claimSQL(queues []string, limit int) string {
 		cancel_requested = false
 	FROM c WHERE j.id = c.id
 	RETURNING ` + jobColumns("j.") + `, j.seq`
+}
+
+// oneQueueFilter keeps a claim to one queue (the parameter param) unless
+// it is paused or limited: a check made once (an InitPlan), not per row.
+func oneQueueFilter(param string) string {
+	return ` AND queue = ` + param + ` AND NOT EXISTS (SELECT 1 FROM queue_controls qc WHERE qc.name = ` + param + `
+			AND (qc.paused OR qc.max_running > 0 OR qc.rate_limit > 0))`
 }
 
 func claimArgs(p queue.ClaimParams) []any {

@@ -159,7 +159,11 @@ func (s *Store) claimLimited(ctx context.Context, p queue.ClaimParams, limited [
 				allow[c.Name] = a
 			}
 		}
-		query, args := limitedClaimSQL(p, limited, allow)
+		free, err := freeQueues(ctx, tx, p.Queues, limited)
+		if err != nil {
+			return err
+		}
+		query, args := limitedClaimSQL(p, limited, free, allow)
 		rows, err = tx.Query(ctx, query, args...)
 		if err != nil {
 			return err
@@ -176,7 +180,7 @@ func (s *Store) claimLimited(ctx context.Context, p queue.ClaimParams, limited [
 // (the free queues, then each limited queue with an allowance), each
 // walking a claim index with SKIP LOCKED, and the first p.Limit of their
 // union in claim order are taken.
-func limitedClaimSQL(p queue.ClaimParams, limited []string, allow map[string]int) (string, []any) {
+func limitedClaimSQL(p queue.ClaimParams, limited, free []string, allow map[string]int) (string, []any) {
 	args := []any{p.Now, p.Worker, p.LeaseUntil}
 	part := func(filter string, n int) string {
 		return `(SELECT id, priority, run_at, created_at, seq FROM jobs
@@ -184,18 +188,18 @@ func limitedClaimSQL(p queue.ClaimParams, limited []string, allow map[string]int
 			ORDER BY priority DESC, run_at, created_at, seq LIMIT ` + strconv.Itoa(n) + ` FOR UPDATE SKIP LOCKED)`
 	}
 	var ctes, names []string
-	var free []string
-	for _, q := range p.Queues {
-		if !slices.Contains(limited, q) {
-			free = append(free, q)
-		}
-	}
 	switch {
-	case len(p.Queues) == 0:
-		ctes = append(ctes, part(steeredGuard, p.Limit))
-	case len(free) > 0:
+	case len(free) > 0 && len(free) <= perQueueMax:
+		// One index range per free queue: never past a limited backlog.
+		for _, q := range free {
+			args = append(args, q)
+			ctes = append(ctes, part(oneQueueFilter("$"+strconv.Itoa(len(args))), p.Limit))
+		}
+	case len(free) > 0 && len(p.Queues) > 0:
 		args = append(args, free)
 		ctes = append(ctes, part(` AND queue = ANY($4)`+steeredGuard, p.Limit))
+	case len(free) > 0:
+		ctes = append(ctes, part(steeredGuard, p.Limit))
 	}
 	for _, q := range limited {
 		n := allow[q]
@@ -222,6 +226,41 @@ func limitedClaimSQL(p queue.ClaimParams, limited []string, allow map[string]int
 		cancel_requested = false
 	FROM pick WHERE j.id = pick.id
 	RETURNING ` + jobColumns("j.") + `, j.seq`, args
+}
+
+// perQueueMax is how many free queues a limited claim reads one by one;
+// beyond it, it walks the global claim order past the steered queues' jobs.
+const perQueueMax = 16
+
+// runnableQueues finds the queues that hold pending or failed jobs: a skip
+// scan of jobs_claim_queue, one index probe per queue.
+const runnableQueues = `WITH RECURSIVE q(queue) AS (
+		(SELECT queue FROM jobs WHERE state IN ('pending', 'failed') ORDER BY queue LIMIT 1)
+		UNION ALL
+		SELECT (SELECT j.queue FROM jobs j WHERE j.state IN ('pending', 'failed') AND j.queue > q.queue
+			ORDER BY j.queue LIMIT 1)
+		FROM q WHERE q.queue IS NOT NULL)
+	SELECT queue FROM q WHERE queue IS NOT NULL`
+
+// freeQueues returns the queues a limited claim may take from that are
+// not limited: the named ones, or those holding runnable jobs.
+func freeQueues(ctx context.Context, tx pgx.Tx, queues, limited []string) ([]string, error) {
+	if len(queues) == 0 {
+		rows, err := tx.Query(ctx, runnableQueues)
+		if err != nil {
+			return nil, err
+		}
+		if queues, err = collect(rows, pgx.RowTo[string]); err != nil {
+			return nil, err
+		}
+	}
+	var free []string
+	for _, q := range queues {
+		if !slices.Contains(limited, q) {
+			free = append(free, q)
+		}
+	}
+	return free, nil
 }
 
 // recordStarts notes the starts of rate-limited queues a claim made and
