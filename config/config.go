@@ -90,6 +90,9 @@ type Retry struct {
 	BackoffBase *float64
 	MaxBackoff  *time.Duration
 	Timeout     *time.Duration
+	// Outcome hooks: shell commands run after a job's outcome is recorded
+	// ("" is unset). The most specific block that sets one wins.
+	OnSuccess, OnFailure, OnDead string
 }
 
 // Queue is a queue block.
@@ -112,7 +115,7 @@ type Job struct {
 	Schedule   string            // the spec as written; see package cronspec
 	TimeZone   string            // IANA name, "UTC" by default
 	Command    string            // fully evaluated; run by a shell
-	Dir        string            // working directory, absolute (relative to the file's directory); "" = unset
+	Dir        string            // working directory, absolute (relative to the file's directory); default the file's directory
 	Env        map[string]string // extra environment variables; nil if unset
 	Overlap    string            // OverlapSkip (default), OverlapQueue or OverlapAllow
 	CatchUp    string            // CatchUpNone, CatchUpLatest (default) or CatchUpAll
@@ -120,6 +123,7 @@ type Job struct {
 	Jitter     time.Duration     // random delay added to each fire, >= 0
 	Priority   int               // default 0
 	Enabled    bool              // default true
+	Unique     bool              // skip a fire while a job of this template is pending
 	Retry      Retry             // job-level overrides
 }
 
@@ -202,6 +206,14 @@ func (r Retry) Or(fallback Retry) Retry {
 	}
 	if r.Timeout == nil {
 		r.Timeout = fallback.Timeout
+	}
+	for _, h := range []struct {
+		dst *string
+		fb  string
+	}{{&r.OnSuccess, fallback.OnSuccess}, {&r.OnFailure, fallback.OnFailure}, {&r.OnDead, fallback.OnDead}} {
+		if *h.dst == "" {
+			*h.dst = h.fb
+		}
 	}
 	return r
 }

@@ -138,6 +138,7 @@ func TestLoadExample(t *testing.T) {
 		{
 			Name: "heartbeat", Queue: "default", Schedule: "@every 90s", TimeZone: "UTC",
 			Command: "curl -fsS https://status.example.com/ping",
+			Dir:     exampleDir, // the file's directory, by default
 			Overlap: "allow", CatchUp: "none", MaxCatchUp: 100, Enabled: false,
 			Retry: Retry{Timeout: ptr(20 * time.Second)},
 		},
@@ -245,6 +246,10 @@ job "minimal" {
 	want := Job{
 		Name: "minimal", Queue: "default", Schedule: "@daily", TimeZone: "UTC", Command: "true",
 		Overlap: "skip", CatchUp: "latest", MaxCatchUp: 100, Enabled: true,
+	}
+	// A cron job runs in the file's directory unless dir says otherwise.
+	if wd, err := os.Getwd(); err == nil {
+		want.Dir = wd // the directory of "test.hcl"
 	}
 	if len(f.Jobs) != 1 || !reflect.DeepEqual(f.Jobs[0], want) {
 		t.Errorf("Jobs = %+v, want [%+v]", f.Jobs, want)

@@ -37,6 +37,9 @@ func withRetry(attrs ...hcl.AttributeSchema) []hcl.AttributeSchema {
 		hcl.AttributeSchema{Name: "backoff_base"},
 		hcl.AttributeSchema{Name: "max_backoff"},
 		hcl.AttributeSchema{Name: "timeout"},
+		hcl.AttributeSchema{Name: "on_success"},
+		hcl.AttributeSchema{Name: "on_failure"},
+		hcl.AttributeSchema{Name: "on_dead"},
 	)
 }
 
@@ -57,6 +60,7 @@ var (
 		hcl.AttributeSchema{Name: "jitter"},
 		hcl.AttributeSchema{Name: "priority"},
 		hcl.AttributeSchema{Name: "enabled"},
+		hcl.AttributeSchema{Name: "unique"},
 	)}
 )
 
@@ -270,6 +274,21 @@ func (d *decoder) retry(attrs hcl.Attributes) Retry {
 					fmt.Sprintf("timeout must be 0 (no timeout) or from 1ms to 30d, got %s.", v))
 			} else {
 				r.Timeout = &v
+			}
+		}
+	}
+	for _, h := range []struct {
+		name string
+		dst  *string
+	}{{"on_success", &r.OnSuccess}, {"on_failure", &r.OnFailure}, {"on_dead", &r.OnDead}} {
+		name, dst := h.name, h.dst
+		if attr, ok := attrs[name]; ok {
+			if s, valid := d.str(attr); valid {
+				if strings.ContainsRune(s, 0) {
+					d.attrError(attr, "Invalid hook", name+" must not contain a NUL character.")
+				} else {
+					*dst = s
+				}
 			}
 		}
 	}

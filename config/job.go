@@ -83,6 +83,7 @@ func (d *decoder) jobCommand(j *Job, attrs hcl.Attributes) {
 		}
 	}
 
+	j.Dir = d.dir // by default a cron job runs in the file's directory
 	if attr, found := attrs["dir"]; found {
 		if s, valid := d.str(attr); valid && s != "" {
 			if strings.ContainsRune(s, 0) {
@@ -149,6 +150,11 @@ func (d *decoder) jobPolicy(j *Job, attrs hcl.Attributes) {
 			} else {
 				j.Priority = n
 			}
+		}
+	}
+	if attr, found := attrs["unique"]; found {
+		if v, valid := d.boolean(attr); valid {
+			j.Unique = v
 		}
 	}
 	if attr, found := attrs["enabled"]; found {

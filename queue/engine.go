@@ -165,7 +165,7 @@ func NewEngine(store Store, runner Runner, cfg EngineConfig) *Engine {
 	}
 	e.rescuer = &rescuer{
 		store: store, clock: cfg.Clock, me: e.me, lease: cfg.Lease, every: cfg.Rescue,
-		running: e.running, procs: cfg.Processes, retry: cfg.Retry, log: e.log,
+		running: e.running, procs: cfg.Processes, retry: cfg.Retry, log: e.log, hooks: e.runHooks,
 	}
 	return e
 }

@@ -29,6 +29,11 @@ type NewJob struct {
 	Dir         string
 	Template    string
 	ScheduledAt time.Time
+	Labels      map[string]string
+	After       []string      // ids of the jobs it runs after
+	UniqueKey   string        // see Job.UniqueKey
+	UniqueFor   time.Duration // see Job.UniqueFor
+	Hooks       Hooks         // set ones win over the queue's
 }
 
 // Overrides are optional per-queue (or per-template) retry settings.
@@ -37,6 +42,7 @@ type Overrides struct {
 	BackoffBase *float64
 	MaxBackoff  *time.Duration
 	Timeout     *time.Duration
+	Hooks       Hooks // a job's own hooks win over these
 }
 
 // Apply returns s with the set overrides applied.
@@ -82,7 +88,7 @@ func (n NewJob) Resolve(s Settings, now time.Time) (*Job, error) {
 	if n.Priority < -MaxPriorityLimit || n.Priority > MaxPriorityLimit {
 		return nil, fmt.Errorf("%w: priority %d out of range -%d..%d", ErrInvalid, n.Priority, MaxPriorityLimit, MaxPriorityLimit)
 	}
-	s = Overrides{n.MaxRetries, n.BackoffBase, n.MaxBackoff, n.Timeout}.Apply(s)
+	s = Overrides{MaxRetries: n.MaxRetries, BackoffBase: n.BackoffBase, MaxBackoff: n.MaxBackoff, Timeout: n.Timeout}.Apply(s)
 	if s.MaxRetries < 0 || s.MaxRetries > MaxRetriesLimit {
 		return nil, fmt.Errorf("%w: max_retries %d out of range 0..%d", ErrInvalid, s.MaxRetries, MaxRetriesLimit)
 	}
@@ -104,6 +110,9 @@ func (n NewJob) Resolve(s Settings, now time.Time) (*Job, error) {
 	if err := CheckRunAt(n.RunAt); err != nil {
 		return nil, err
 	}
+	if err := n.checkShape(id); err != nil {
+		return nil, err
+	}
 	now = now.UTC()
 	runAt := n.RunAt.UTC()
 	if runAt.IsZero() || runAt.Before(now) {
@@ -114,7 +123,43 @@ func (n NewJob) Resolve(s Settings, now time.Time) (*Job, error) {
 		MaxRetries: s.MaxRetries, Timeout: s.Timeout, BackoffBase: s.BackoffBase, MaxBackoff: s.MaxBackoff,
 		RunAt: runAt, CreatedAt: now, UpdatedAt: now, Env: n.Env, Dir: n.Dir,
 		Template: n.Template, ScheduledAt: n.ScheduledAt.UTC(),
+		Labels: n.Labels, After: n.After, UniqueKey: n.UniqueKey, UniqueFor: n.UniqueFor, Hooks: n.Hooks,
 	}, nil
+}
+
+// checkShape validates the labels, dependencies and unique key of job id.
+func (n NewJob) checkShape(id string) error {
+	if err := CheckLabels(n.Labels); err != nil {
+		return err
+	}
+	if len(n.After) > MaxAfter {
+		return fmt.Errorf("%w: after: at most %d jobs", ErrInvalid, MaxAfter)
+	}
+	seen := make(map[string]bool, len(n.After))
+	for _, dep := range n.After {
+		if err := CheckName("after", dep); err != nil {
+			return err
+		}
+		if dep == id {
+			return fmt.Errorf("%w: after: job %q cannot run after itself", ErrInvalid, id)
+		}
+		if seen[dep] {
+			return fmt.Errorf("%w: after: %q is named twice", ErrInvalid, dep)
+		}
+		seen[dep] = true
+	}
+	if n.UniqueKey != "" {
+		if err := CheckName("unique_key", n.UniqueKey); err != nil {
+			return err
+		}
+	}
+	switch {
+	case n.UniqueFor < 0 || n.UniqueFor > MaxUniqueFor:
+		return fmt.Errorf("%w: unique_for %s out of range 0..366d", ErrInvalid, n.UniqueFor)
+	case n.UniqueFor > 0 && n.UniqueKey == "":
+		return fmt.Errorf("%w: unique_for needs a unique_key", ErrInvalid)
+	}
+	return nil
 }
 
 // NewID returns a unique job id that sorts by creation time.

@@ -57,5 +57,6 @@ func (r *Resolver) Resolve(n NewJob) (*Job, error) {
 	if q == "" {
 		q = DefaultQueue
 	}
+	n.Hooks = n.Hooks.Or(r.queues[q].Hooks) // the job's own hooks win over its queue's
 	return n.Resolve(r.queues[q].Apply(r.base), r.now)
 }

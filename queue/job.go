@@ -25,6 +25,7 @@ type State string
 
 // The job states.
 const (
+	StateWaiting    State = "waiting"    // waiting for the jobs it runs after to complete
 	StatePending    State = "pending"    // waiting for a worker; may have a future run_at
 	StateProcessing State = "processing" // claimed by a worker that holds a lease
 	StateCompleted  State = "completed"  // finished with exit code 0
@@ -34,7 +35,7 @@ const (
 )
 
 // AllStates lists every state in life-cycle order.
-var allStates = []State{StatePending, StateProcessing, StateCompleted, StateFailed, StateDead, StateCancelled}
+var allStates = []State{StateWaiting, StatePending, StateProcessing, StateCompleted, StateFailed, StateDead, StateCancelled}
 
 // States returns every state in life-cycle order.
 func States() []State { return append([]State(nil), allStates...) }
@@ -104,6 +105,20 @@ type Job struct {
 	Template        string    // cron template that fired the job, "" if ad hoc
 	ScheduledAt     time.Time // cron slot, zero if ad hoc
 	CancelRequested bool
+	Labels          map[string]string
+	// After lists the jobs this one runs after (enqueue --after): it waits
+	// until all of them completed. Kept once the job is released.
+	After []string
+	// UniqueKey, when set, keeps a second job with the same key out while
+	// this one is not final; UniqueFor extends that to the given time
+	// after a job with the key finished (it applies at enqueue only).
+	UniqueKey string
+	UniqueFor time.Duration
+	Hooks     Hooks // copied from the template, queue or defaults at enqueue
+	// ExistingID is set by InsertJobs when a job with the same unique key
+	// already covered this one: nothing was inserted, and ExistingID names
+	// that job.
+	ExistingID string
 }
 
 // MaxAttempts is the total number of attempts the job may make: the
@@ -131,7 +146,10 @@ type JobJSON struct {
 	Template   string     `json:"template,omitempty"`
 	// ScheduledAt is the cron slot a template fired the job for; null for
 	// an ad-hoc job.
-	ScheduledAt *time.Time `json:"scheduled_at"`
+	ScheduledAt *time.Time        `json:"scheduled_at"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	After       []string          `json:"after,omitempty"`
+	UniqueKey   string            `json:"unique_key,omitempty"`
 }
 
 // MarshalJSON renders the stable JSON form: RFC 3339 UTC times, timeout in
@@ -148,6 +166,7 @@ func (j *Job) JSON() JobJSON {
 		CreatedAt: j.CreatedAt.UTC(), UpdatedAt: j.UpdatedAt.UTC(), StartedAt: optTime(j.StartedAt),
 		FinishedAt: optTime(j.FinishedAt), ExitCode: j.ExitCode, Error: optString(j.Error),
 		Worker: optString(j.Worker), Template: j.Template, ScheduledAt: optTime(j.ScheduledAt),
+		Labels: j.Labels, After: j.After, UniqueKey: j.UniqueKey,
 	}
 	if j.Timeout > 0 {
 		s := j.Timeout.Seconds()
@@ -236,3 +255,30 @@ func (w *WorkerInfo) MarshalJSON() ([]byte, error) {
 		CurrentJobs []string  `json:"current_jobs"`
 	}{w.ID, w.PID, w.Host, w.Queues, w.StartedAt.UTC(), w.HeartbeatAt.UTC(), cur})
 }
+
+// Hooks are shell commands run after an outcome is recorded: OnSuccess
+// when the job completed, OnFailure after each failed attempt, OnDead when
+// it ended dead. "" runs nothing.
+type Hooks struct {
+	OnSuccess string `json:"on_success,omitempty"`
+	OnFailure string `json:"on_failure,omitempty"`
+	OnDead    string `json:"on_dead,omitempty"`
+}
+
+// Or fills the hooks h leaves unset from fallback: the most specific
+// declaration of each hook wins.
+func (h Hooks) Or(fallback Hooks) Hooks {
+	if h.OnSuccess == "" {
+		h.OnSuccess = fallback.OnSuccess
+	}
+	if h.OnFailure == "" {
+		h.OnFailure = fallback.OnFailure
+	}
+	if h.OnDead == "" {
+		h.OnDead = fallback.OnDead
+	}
+	return h
+}
+
+// IsZero reports whether no hook is set.
+func (h Hooks) IsZero() bool { return h == Hooks{} }

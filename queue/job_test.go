@@ -23,7 +23,7 @@ func TestParseState(t *testing.T) {
 	if !errors.Is(err, queue.ErrInvalid) {
 		t.Fatalf("unknown state: want ErrInvalid, got %v", err)
 	}
-	if want := "valid: pending, processing, completed, failed, dead, cancelled"; !strings.Contains(err.Error(), want) {
+	if want := "valid: waiting, pending, processing, completed, failed, dead, cancelled"; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q should list the states (%s)", err, want)
 	}
 	if _, err := queue.ParseState("Pending"); err == nil {

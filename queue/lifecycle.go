@@ -13,6 +13,8 @@ import (
 // the scheduler and the CLI ask here what is allowed. docs/states.md
 // describes the same rules for users.
 //
+//	enqueue --after ─► waiting ──release (all dependencies completed)──► pending
+//	                      └──dependency ended dead or cancelled──► cancelled
 //	enqueue ─► pending ──claim──► processing ──succeed──► completed
 //	            ▲   ▲                │  │ │
 //	            │   └──interrupt─────┘  │ └──fail/lose, retries left──► failed ──claim──► processing
@@ -33,6 +35,15 @@ import (
 //     (Finish.IfCancelRequested); completed and dead stand.
 //   - heartbeat versus rescue: an expired lease is not renewed; the worker
 //     learns the job is lost and stops it (LeaseRenewal).
+//   - enqueue --after versus the dependency's end: the enqueue reads the
+//     dependencies' states under a lock the dependency's finish also needs
+//     (PostgreSQL: FOR SHARE against the finish's row lock; SQLite: the one
+//     writer), and the finish settles the waiting dependents it can see in
+//     the same transaction, so a dependent is either enqueued knowing the
+//     outcome (DecideAfter) or seen by the finish (DecideDependent).
+//   - two dependencies ending at once: the finish locks each waiting
+//     dependent before it counts the dependencies still unfinished, so the
+//     last one to commit releases it.
 
 // Event is something that happens to a job.
 type Event string
@@ -49,11 +60,12 @@ const (
 	EventRetry     Event = "retry"     // a user sends a failed or dead job back to pending
 	EventDelete    Event = "delete"    // cleanup removes a finished job
 	EventDiscard   Event = "discard"   // a user deletes a job its worker does not hold
+	EventRelease   Event = "release"   // every job a waiting job runs after completed
 )
 
 // Events lists every event.
 func Events() []Event {
-	return []Event{EventClaim, EventSucceed, EventFail, EventLose, EventInterrupt, EventCancel, EventStop, EventRetry, EventDelete, EventDiscard}
+	return []Event{EventClaim, EventSucceed, EventFail, EventLose, EventInterrupt, EventCancel, EventStop, EventRetry, EventDelete, EventDiscard, EventRelease}
 }
 
 // transitions is the lifecycle table: for each state, the events allowed
@@ -61,6 +73,11 @@ func Events() []Event {
 // Several targets: the retry decision picks one. No target: the job is
 // removed (delete) or only marked (a cancel request on a running job).
 var transitions = map[State]map[Event][]State{
+	StateWaiting: {
+		EventRelease: {StatePending},
+		EventCancel:  {StateCancelled}, // by a user, or because a dependency ended dead or cancelled
+		EventDiscard: nil,
+	},
 	StatePending: {
 		EventClaim:   {StateProcessing},
 		EventCancel:  {StateCancelled},
@@ -213,7 +230,7 @@ func DecideCancel(id string, s State) (CancelAction, error) {
 	to, ok := transitions[s][EventCancel]
 	switch {
 	case !ok:
-		return 0, fmt.Errorf("job %q is %s: %w (only pending, failed or processing jobs can be cancelled)", id, s, ErrConflict)
+		return 0, fmt.Errorf("job %q is %s: %w (only waiting, pending, failed or processing jobs can be cancelled)", id, s, ErrConflict)
 	case len(to) == 0:
 		return CancelRequest, nil
 	}
@@ -268,6 +285,16 @@ const (
 	FireQueue                        // wait for the active run to end, replacing an older waiting slot
 )
 
+// DecideUnique refines a fire's action for a template declared unique: a
+// fire that would insert is skipped while a job of the template is
+// pending (waiting for a worker), so runs never queue up behind each other.
+func DecideUnique(a FireAction, pending bool) FireAction {
+	if a == FireInsert && pending {
+		return FireSkip
+	}
+	return a
+}
+
 // DecideOverlap is the cron overlap decision: what a fire does under the
 // template's overlap policy, given whether a run of the template is active.
 func DecideOverlap(overlap string, active bool) FireAction {
@@ -278,4 +305,52 @@ func DecideOverlap(overlap string, active bool) FireAction {
 		return FireQueue
 	}
 	return FireSkip
+}
+
+// DecideAfter is the state a job enqueued to run after others starts in,
+// given their states (a missing id is refused with ErrInvalid): cancelled,
+// with the reason, when one of them ended dead or cancelled; pending when
+// all completed; waiting otherwise.
+func DecideAfter(after []string, states map[string]State) (State, string, error) {
+	to := StatePending
+	for _, id := range after {
+		s, ok := states[id]
+		if !ok {
+			return "", "", fmt.Errorf("%w: after: no job %q", ErrInvalid, id)
+		}
+		switch act, reason := DecideDependent(id, s); act {
+		case DependentCancel:
+			return StateCancelled, reason, nil
+		case DependentWait:
+			to = StateWaiting
+		}
+	}
+	return to, "", nil
+}
+
+// DependentAction is what a dependency's state means for a waiting job.
+type DependentAction int
+
+// Dependent actions.
+const (
+	DependentWait   DependentAction = iota + 1 // the dependency has not ended yet
+	DependentReady                             // the dependency completed
+	DependentCancel                            // the dependency ended dead or cancelled (or is gone)
+)
+
+// DecideDependent says what the state s of dependency dep means for a job
+// waiting on it, with the reason recorded when the job is cancelled. An
+// empty s is a dependency that no longer exists (discarded).
+func DecideDependent(dep string, s State) (DependentAction, string) {
+	switch s {
+	case StateCompleted:
+		return DependentReady, ""
+	case StateDead:
+		return DependentCancel, fmt.Sprintf("dependency %s ended dead", dep)
+	case StateCancelled:
+		return DependentCancel, fmt.Sprintf("dependency %s was cancelled", dep)
+	case "":
+		return DependentCancel, fmt.Sprintf("dependency %s was discarded", dep)
+	}
+	return DependentWait, ""
 }

@@ -16,9 +16,10 @@ import (
 // (the job is removed or only marked), otherwise the allowed targets.
 func TestLifecycleEveryStateAndEvent(t *testing.T) {
 	const (
-		P, R, C, F, D, X = queue.StatePending, queue.StateProcessing, queue.StateCompleted, queue.StateFailed, queue.StateDead, queue.StateCancelled
+		W, P, R, C, F, D, X = queue.StateWaiting, queue.StatePending, queue.StateProcessing, queue.StateCompleted, queue.StateFailed, queue.StateDead, queue.StateCancelled
 	)
 	want := map[queue.State]map[queue.Event]string{
+		W: {queue.EventRelease: "pending", queue.EventCancel: "cancelled", queue.EventDiscard: ""},
 		P: {queue.EventClaim: "processing", queue.EventCancel: "cancelled", queue.EventDiscard: ""},
 		F: {queue.EventClaim: "processing", queue.EventCancel: "cancelled", queue.EventRetry: "pending", queue.EventDiscard: ""},
 		R: {
@@ -66,7 +67,7 @@ func TestStatePredicatesFollowTheTable(t *testing.T) {
 				s, s.Runnable(), s.Finished(), s.Retryable(), s.Discardable(), claim, del, retry, discard)
 		}
 	}
-	if got := queue.StatesAllowing(queue.EventCancel); !slices.Equal(got, []queue.State{queue.StatePending, queue.StateProcessing, queue.StateFailed}) {
+	if got := queue.StatesAllowing(queue.EventCancel); !slices.Equal(got, []queue.State{queue.StateWaiting, queue.StatePending, queue.StateProcessing, queue.StateFailed}) {
 		t.Errorf("cancellable states = %v", got)
 	}
 }
@@ -115,7 +116,7 @@ func TestDecideCancel(t *testing.T) {
 	for _, s := range queue.States() {
 		action, err := queue.DecideCancel("j", s)
 		switch s {
-		case queue.StatePending, queue.StateFailed:
+		case queue.StateWaiting, queue.StatePending, queue.StateFailed:
 			if action != queue.CancelNow || err != nil {
 				t.Errorf("cancel %s: %v, %v", s, action, err)
 			}
@@ -161,5 +162,38 @@ func TestLeaseRenewal(t *testing.T) {
 	lost, cancel := queue.LeaseRenewal([]string{"a", "b", "c", "c", "d"}, map[string]bool{"a": false, "c": true, "d": true})
 	if !slices.Equal(lost, []string{"b"}) || !slices.Equal(cancel, []string{"c", "d"}) {
 		t.Errorf("lost %v cancel %v, want [b] [c d]", lost, cancel)
+	}
+}
+
+// TestDecideAfter checks the state a job enqueued after others starts in.
+func TestDecideAfter(t *testing.T) {
+	states := map[string]queue.State{
+		"done": queue.StateCompleted, "run": queue.StateProcessing, "retry": queue.StateFailed,
+		"dead": queue.StateDead, "gone": queue.StateCancelled, "wait": queue.StateWaiting,
+	}
+	for _, tc := range []struct {
+		after  []string
+		want   queue.State
+		reason string
+	}{
+		{[]string{"done"}, queue.StatePending, ""},
+		{[]string{"done", "run"}, queue.StateWaiting, ""},
+		{[]string{"retry", "wait"}, queue.StateWaiting, ""},
+		{[]string{"run", "dead"}, queue.StateCancelled, "dependency dead ended dead"},
+		{[]string{"done", "gone"}, queue.StateCancelled, "dependency gone was cancelled"},
+	} {
+		got, reason, err := queue.DecideAfter(tc.after, states)
+		if err != nil || got != tc.want || reason != tc.reason {
+			t.Errorf("after %v: %s %q %v, want %s %q", tc.after, got, reason, err, tc.want, tc.reason)
+		}
+		if _, ok := queue.Next(queue.StateWaiting, queue.EventRelease); !ok {
+			t.Fatal("release must be allowed from waiting")
+		}
+	}
+	if _, _, err := queue.DecideAfter([]string{"done", "nope"}, states); !errors.Is(err, queue.ErrInvalid) || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("unknown dependency: %v", err)
+	}
+	if act, reason := queue.DecideDependent("x", ""); act != queue.DependentCancel || reason != "dependency x was discarded" {
+		t.Errorf("discarded dependency: %v %q", act, reason)
 	}
 }

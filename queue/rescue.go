@@ -30,6 +30,9 @@ type rescuer struct {
 	retry   RetryPolicy
 	log     zerolog.Logger
 	svc     service
+	// hooks runs the outcome hooks of a rescued job (in the background:
+	// a pass does not wait for them).
+	hooks func(log zerolog.Logger, j *Job, f Finish)
 }
 
 // Start looks for lost jobs now and then every r.every. It is safe to call
@@ -77,6 +80,7 @@ func (r *rescuer) rescueOnce(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("find lost jobs: %w", err)
 	}
 	var fs []Finish
+	var lost []*Job
 	for _, j := range cands {
 		expired := !j.LeaseUntil.After(now)
 		// A job whose worker is not in the snapshot may belong to a worker that
@@ -101,10 +105,20 @@ func (r *rescuer) rescueOnce(ctx context.Context) (int, error) {
 			f.LeaseExpiredBy = now // its worker may be alive: only an expired lease is taken
 		}
 		fs = append(fs, f)
+		lost = append(lost, j)
 	}
-	n, err := r.record(ctx, fs)
+	applied, err := r.record(ctx, fs)
 	if err != nil {
 		return 0, err
+	}
+	n := 0
+	for i, ok := range applied {
+		if ok {
+			n++
+			if r.hooks != nil {
+				go r.hooks(r.log.With().Str("job_id", lost[i].ID).Str("queue", lost[i].Queue).Int("attempt", lost[i].Attempts).Logger(), lost[i], fs[i])
+			}
+		}
 	}
 	for _, id := range gone {
 		if err := r.store.UnregisterWorker(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
@@ -140,25 +154,23 @@ func (r *rescuer) killLeftovers(j *Job) {
 	}
 }
 
-// record writes the rescued outcomes and counts those whose job was still
-// where the rescue found it.
-func (r *rescuer) record(ctx context.Context, fs []Finish) (int, error) {
+// record writes the rescued outcomes and reports which took effect (the
+// job was still where the rescue found it).
+func (r *rescuer) record(ctx context.Context, fs []Finish) ([]bool, error) {
 	if len(fs) == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	applied, err := r.store.FinishJobs(ctx, fs)
 	if err != nil {
-		return 0, fmt.Errorf("record lost jobs: %w", err)
+		return nil, fmt.Errorf("record lost jobs: %w", err)
 	}
-	n := 0
 	for i, ok := range applied {
 		if ok {
-			n++
 			r.log.Warn().Str("job_id", fs[i].JobID).Int("attempt", fs[i].Attempt).Str("state", string(fs[i].State)).
 				Str("error", fs[i].Error).Msg("rescued lost job")
 		}
 	}
-	return n, nil
+	return applied, nil
 }
 
 // sameHost reports whether worker id is registered on this host and boot,

@@ -156,6 +156,17 @@ func (e *Engine) launch(j *Job, leaseFrom time.Time, done func()) {
 func (e *Engine) runJob(ctx context.Context, r *runningJob) {
 	j := r.job
 	log := e.log.With().Str("job_id", j.ID).Str("queue", j.Queue).Int("attempt", j.Attempts).Logger()
+	if f, recorded := e.attempt(ctx, r, log); recorded {
+		// After the job left the running set: its lease is no longer
+		// renewed, nor can a stop of running jobs reach the hook.
+		e.runHooks(log, j, f)
+	}
+}
+
+// attempt runs one attempt of r's job and records its outcome; recorded
+// says whether the outcome f took effect.
+func (e *Engine) attempt(ctx context.Context, r *runningJob, log zerolog.Logger) (f Finish, recorded bool) {
+	j := r.job
 	log.Debug().Msg("job started")
 	live := e.newLiveSaver(j, log)
 	res := e.runner.Run(ctx, RunSpec{Command: j.Command, Env: j.Environ(), Dir: j.Dir, Timeout: j.Timeout, Live: live.watch})
@@ -168,13 +179,13 @@ func (e *Engine) runJob(ctx context.Context, r *runningJob) {
 		// Its lease may have passed to another worker: recording anything
 		// could overwrite that worker's attempt.
 		log.Warn().Msg("job given up after its lease could not be renewed; no outcome recorded")
-		return
+		return f, false
 	}
-	e.record(log, j, end(res, r.why(), j.Timeout))
+	return e.record(log, j, end(res, r.why(), j.Timeout))
 }
 
 // record stores the outcome of an attempt this engine ran.
-func (e *Engine) record(log zerolog.Logger, j *Job, end End) {
+func (e *Engine) record(log zerolog.Logger, j *Job, end End) (Finish, bool) {
 	f := e.cfg.Retry.Decide(j, e.me.ID, end, e.cfg.Clock.Now())
 	applied, err := e.finish.finish(f)
 	ev := log.Info()
@@ -196,4 +207,5 @@ func (e *Engine) record(log zerolog.Logger, j *Job, end End) {
 	default:
 		ev.Msg("job finished")
 	}
+	return f, err == nil && applied
 }

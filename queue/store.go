@@ -203,6 +203,8 @@ type ListParams struct {
 	Queue  string
 	// Search keeps jobs whose id or command contains this text (case-sensitive).
 	Search string
+	// Labels keeps jobs that carry every one of these labels.
+	Labels map[string]string
 	// After is a page cursor: only jobs listed after the job with this id
 	// (the last one of the previous page). Jobs added meanwhile do not shift
 	// the pages. An unknown id is ErrNotFound.

@@ -36,7 +36,10 @@ type Template struct {
 	Jitter     time.Duration
 	Priority   int
 	Enabled    bool
-	Retry      Overrides
+	Retry      Overrides // with the hooks its jobs get (job, queue, defaults block)
+	// Unique skips a fire while a job of the template is pending (it
+	// composes with Overlap).
+	Unique bool
 
 	// State kept by the store.
 	Cursor         time.Time // the last slot handled (fired, skipped or caught up)
@@ -99,6 +102,7 @@ type FireParams struct {
 	Slot     time.Time // the cron slot, or the trigger time
 	Job      *Job      // the resolved job to insert; nil only moves the cursor (a slot catch-up passes over)
 	Overlap  string
+	Unique   bool // skip the fire while a job of the template is pending
 	// Cursor is where the template's cursor moves when the slot is handled
 	// (fired, or skipped under overlap = skip). Only cron fires move it, and
 	// never backwards.
@@ -119,7 +123,7 @@ type FireResult struct {
 type QueueConfig struct {
 	Name        string
 	Concurrency int
-	Retry       Overrides
+	Retry       Overrides // with the queue block's hooks, the defaults block's filling the gaps
 }
 
 // templateDef is the stored form of a template's definition.
@@ -140,6 +144,8 @@ type templateDef struct {
 	BackoffBase  *float64          `json:"backoff_base,omitempty"`
 	MaxBackoffNS *int64            `json:"max_backoff_ns,omitempty"`
 	TimeoutNS    *int64            `json:"timeout_ns,omitempty"`
+	Hooks        *Hooks            `json:"hooks,omitempty"`
+	Unique       bool              `json:"unique,omitempty"`
 }
 
 // Definition encodes what a configuration file says of the template, for
@@ -149,6 +155,10 @@ func (t *Template) Definition() ([]byte, error) {
 		Queue: t.Queue, Schedule: t.Schedule, TimeZone: t.TimeZone, Command: t.Command, Dir: t.Dir, Env: t.Env,
 		Overlap: t.Overlap, CatchUp: t.CatchUp, MaxCatchUp: t.MaxCatchUp, JitterNS: int64(t.Jitter),
 		Priority: t.Priority, Enabled: t.Enabled, MaxRetries: t.Retry.MaxRetries, BackoffBase: t.Retry.BackoffBase,
+		Unique: t.Unique,
+	}
+	if !t.Retry.Hooks.IsZero() {
+		d.Hooks = &t.Retry.Hooks
 	}
 	if t.Retry.MaxBackoff != nil {
 		v := int64(*t.Retry.MaxBackoff)
@@ -170,8 +180,11 @@ func TemplateFromDefinition(name string, b []byte) (*Template, error) {
 	t := &Template{
 		Name: name, Queue: d.Queue, Schedule: d.Schedule, TimeZone: d.TimeZone, Command: d.Command, Dir: d.Dir,
 		Env: d.Env, Overlap: d.Overlap, CatchUp: d.CatchUp, MaxCatchUp: d.MaxCatchUp, Jitter: time.Duration(d.JitterNS),
-		Priority: d.Priority, Enabled: d.Enabled,
+		Priority: d.Priority, Enabled: d.Enabled, Unique: d.Unique,
 		Retry: Overrides{MaxRetries: d.MaxRetries, BackoffBase: d.BackoffBase},
+	}
+	if d.Hooks != nil {
+		t.Retry.Hooks = *d.Hooks
 	}
 	if d.MaxBackoffNS != nil {
 		v := time.Duration(*d.MaxBackoffNS)

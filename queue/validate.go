@@ -96,3 +96,54 @@ func CheckRunAt(t time.Time) error {
 	}
 	return nil
 }
+
+// Limits of a job's shape.
+const (
+	MaxAfter       = 100 // jobs one job may run after
+	MaxLabels      = 50
+	MaxLabelValue  = 1000 // bytes
+	MaxUniqueFor   = 366 * 24 * time.Hour
+	labelKeyFormat = "1..200 bytes without white space, \"=\" or control characters"
+)
+
+// CheckLabels validates a job's labels: at most MaxLabels, keys like names
+// and without "=", values printable and at most MaxLabelValue bytes.
+func CheckLabels(labels map[string]string) error {
+	if len(labels) > MaxLabels {
+		return fmt.Errorf("%w: labels: at most %d", ErrInvalid, MaxLabels)
+	}
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if CheckName("label", k) != nil || strings.Contains(k, "=") {
+			return fmt.Errorf("%w: label %q: a key is %s", ErrInvalid, k, labelKeyFormat)
+		}
+		v := labels[k]
+		if len(v) > MaxLabelValue || !utf8.ValidString(v) || strings.ContainsFunc(v, func(r rune) bool { return !unicode.IsPrint(r) }) {
+			return fmt.Errorf("%w: label %s: the value must be printable UTF-8 of at most %d bytes", ErrInvalid, k, MaxLabelValue)
+		}
+	}
+	return nil
+}
+
+// ParseLabels reads "key=value" items (as given to --label); nil for none.
+func ParseLabels(items []string) (map[string]string, error) {
+	var out map[string]string
+	for _, s := range items {
+		key, value, ok := strings.Cut(s, "=")
+		if !ok {
+			return nil, fmt.Errorf("%w: label %q: use key=value", ErrInvalid, s)
+		}
+		if CheckName("label", key) != nil {
+			return nil, fmt.Errorf("%w: label %q: a key is %s", ErrInvalid, s, labelKeyFormat)
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[key] = value
+	}
+	return out, nil
+}

@@ -385,7 +385,7 @@ func Fire(ctx context.Context, st Store, t *queue.Template, d Defaults, kind que
 	n := queue.NewJob{
 		ID: id, Queue: t.Queue, Command: t.Command, Priority: t.Priority, Env: t.Env, Dir: t.Dir,
 		MaxRetries: t.Retry.MaxRetries, Timeout: t.Retry.Timeout, BackoffBase: t.Retry.BackoffBase, MaxBackoff: t.Retry.MaxBackoff,
-		RunAt: runAt, Template: t.Name, ScheduledAt: slot,
+		RunAt: runAt, Template: t.Name, ScheduledAt: slot, Hooks: t.Retry.Hooks,
 	}
 	q := t.Queue
 	if q == "" {
@@ -395,7 +395,7 @@ func Fire(ctx context.Context, st Store, t *queue.Template, d Defaults, kind que
 	if err != nil {
 		return queue.FireResult{}, fmt.Errorf("template %s: %w", t.Name, err)
 	}
-	res, err := st.FireTemplate(ctx, queue.FireParams{Template: t.Name, Kind: kind, Slot: slot, Job: j, Overlap: t.Overlap, Cursor: slot, Now: now})
+	res, err := st.FireTemplate(ctx, queue.FireParams{Template: t.Name, Kind: kind, Slot: slot, Job: j, Overlap: t.Overlap, Unique: t.Unique, Cursor: slot, Now: now})
 	if err != nil {
 		return res, fmt.Errorf("fire %s at %s: %w", t.Name, slot.Format(time.RFC3339), err)
 	}

@@ -34,6 +34,10 @@ func (s *Server) status(ctx context.Context) (view.Status, error) {
 	if err != nil {
 		return view.Status{}, err
 	}
+	scheduled, err := s.cfg.Store.CountScheduled(ctx, s.now())
+	if err != nil {
+		return view.Status{}, err
+	}
 	ws, err := s.cfg.Store.ListWorkers(ctx)
 	if err != nil {
 		return view.Status{}, err
@@ -42,7 +46,7 @@ func (s *Server) status(ctx context.Context) (view.Status, error) {
 	if err != nil {
 		return view.Status{}, err
 	}
-	return view.NewStatus(counts, len(ws)).WithPaused(controls), nil
+	return view.NewStatus(counts, scheduled, len(ws)).WithPaused(controls), nil
 }
 
 func (s *Server) apiStats(_ http.ResponseWriter, r *http.Request) (any, error) {
@@ -72,7 +76,7 @@ func (s *Server) stats(ctx context.Context, window time.Duration) (view.Stats, e
 }
 
 // listParams reads the job list's filters: state, queue, q (text in the id
-// or command), limit and after (the cursor).
+// or command), label (key=value, repeatable), limit and after (the cursor).
 func listParams(q url.Values) (queue.ListParams, error) {
 	p := queue.ListParams{Queue: q.Get("queue"), Search: q.Get("q"), After: q.Get("after"), Limit: defaultPage}
 	bad := func(field, format string, a ...any) error {
@@ -95,6 +99,11 @@ func listParams(q url.Values) (queue.ListParams, error) {
 	if len(p.Search) > maxSearch {
 		return p, bad("q", "q: at most %d bytes", maxSearch)
 	}
+	labels, err := queue.ParseLabels(q["label"])
+	if err != nil {
+		return p, bad("label", "%s", err)
+	}
+	p.Labels = labels
 	return p, nil
 }
 
@@ -224,7 +233,8 @@ func (s *Server) apiWorkers(_ http.ResponseWriter, r *http.Request) (any, error)
 }
 
 // apiEnqueue takes the JSON `queuectl enqueue` takes, with the same
-// validation, and answers the stored job.
+// validation, and answers the stored job (201), or the job that holds its
+// unique key (200).
 func (s *Server) apiEnqueue(_ http.ResponseWriter, r *http.Request) (any, error) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -233,6 +243,9 @@ func (s *Server) apiEnqueue(_ http.ResponseWriter, r *http.Request) (any, error)
 	added, err := s.enqueue(r, body)
 	if err != nil {
 		return nil, err
+	}
+	if id := added[0].ExistingID; id != "" { // its unique key is held: 200 with that job
+		return s.cfg.Store.GetJob(r.Context(), id)
 	}
 	return created{added[0]}, nil
 }
@@ -252,6 +265,9 @@ func (s *Server) enqueue(r *http.Request, body []byte) ([]*queue.Job, error) {
 	added, err := queue.Enqueue(r.Context(), s.cfg.Store, overrides, []queue.NewJob{n}, now)
 	if err != nil {
 		return nil, fieldOf(err)
+	}
+	if added[0].ExistingID != "" {
+		return added, nil
 	}
 	s.cfg.Log.Info().Str("job_id", added[0].ID).Str("queue", added[0].Queue).Msg("job enqueued over http")
 	return added, nil

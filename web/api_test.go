@@ -113,7 +113,7 @@ func TestJobListFiltersAndPagesStably(t *testing.T) {
 		t.Run(sk.name, func(t *testing.T) {
 			h := newHarness(t, sk.open(t), adminToken, viewerToken)
 			for i := range 7 {
-				h.enqueue(fmt.Sprintf(`{"id":"j%d","command":"echo %d","queue":"q%d"}`, i, i, i%2))
+				h.enqueue(fmt.Sprintf(`{"id":"j%d","command":"echo %d","queue":"q%d","labels":{"mod":"m%d"}}`, i, i, i%2, i%3))
 				h.clock.t = h.clock.t.Add(time.Millisecond)
 			}
 			var got []string
@@ -150,7 +150,10 @@ func TestJobListFiltersAndPagesStably(t *testing.T) {
 			if got := list("state=processing"); got != "" {
 				t.Errorf("state filter: %q", got)
 			}
-			for _, q := range []string{"state=sleeping", "limit=0", "limit=501", "after=nope"} {
+			if got := list("label=mod%3Dm0&queue=q0"); got != "j6 j0" {
+				t.Errorf("label filter: %q", got)
+			}
+			for _, q := range []string{"state=sleeping", "limit=0", "limit=501", "after=nope", "label=mod"} {
 				if e := errCode(t, h.must(req{path: "/api/v1/jobs?" + q, token: viewerToken}, http.StatusBadRequest)); e.Code != codeInvalid || e.Field == "" {
 					t.Errorf("%s: %+v", q, e)
 				}
@@ -259,13 +262,15 @@ func TestStatusStatsQueuesWorkersMatchTheCLIShapes(t *testing.T) {
 	h.enqueue(`{"id":"a","command":"true","queue":"mail"}`)
 	h.runJob("a", queue.OutcomeSucceeded, "")
 	h.enqueue(`{"id":"b","command":"true","queue":"mail"}`)
+	h.enqueue(`{"id":"c","command":"true","queue":"mail","run_at":"+24h"}`)
 	h.store.ApplyQueues(ctx, []queue.QueueConfig{{Name: "mail", Concurrency: 4}})
 	h.store.RegisterWorker(ctx, &queue.WorkerInfo{ID: "w1", PID: 42, Host: "box", BootID: "b", StartedAt: h.clock.now(), HeartbeatAt: h.clock.now()})
 
 	st := decode[view.Status](t, h.must(req{path: "/api/v1/status", token: viewerToken}, http.StatusOK))
 	counts, _ := h.store.CountJobs(ctx)
-	if want := view.NewStatus(counts, 1); fmt.Sprint(st) != fmt.Sprint(want) {
-		t.Errorf("status %v, want %v", st, want)
+	scheduled, _ := h.store.CountScheduled(ctx, h.clock.now())
+	if want := view.NewStatus(counts, scheduled, 1); fmt.Sprint(st) != fmt.Sprint(want) || st.Jobs[view.Scheduled] != 1 || st.Jobs[queue.StatePending] != 1 {
+		t.Errorf("status %v, want %v with one scheduled and one pending", st, want)
 	}
 	stats := decode[view.Stats](t, h.must(req{path: "/api/v1/stats?since=1h", token: viewerToken}, http.StatusOK))
 	if stats.Window != "1h" || stats.Total.Attempts != 1 || len(stats.Queues) != 1 || stats.Queues[0].Queue != "mail" {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,6 +30,13 @@ type enqueueOptions struct {
 	runAt      string
 	wait       bool // wait for the job and exit with its exit code
 	follow     bool // with wait: stream its output live
+	dir        string
+	env        []string
+	envFile    string
+	labels     []string
+	after      []string
+	uniqueKey  string
+	uniqueFor  string
 }
 
 func (a *app) enqueueCmd() *cobra.Command {
@@ -40,10 +48,14 @@ func (a *app) enqueueCmd() *cobra.Command {
 
 JSON fields: command (required), id, queue, priority, max_retries,
 timeout (seconds or a duration such as "90s"), run_at (RFC 3339 time, or a
-delay such as "+30s", "+5m", "+2h", "+1d"), env (object), dir.
+delay such as "+30s", "+5m", "+2h", "+1d"), env (object), dir, labels
+(object), after (array of job ids), unique_key, unique_for (a duration).
+A job runs in the directory enqueue was called from unless dir (--dir)
+names another; relative paths are taken from the current directory.
 Prints each new job id on its own line.`,
 		Example: `  queuectl enqueue '{"id":"job1","command":"sleep 2"}'
   queuectl enqueue --command 'echo hello' --queue reports --run-at +5m
+  queuectl enqueue --command 'make test' --dir ~/src/app --env CI=1 --label team=web
   queuectl enqueue --file jobs.jsonl`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -61,8 +73,19 @@ Prints each new job id on its own line.`,
 	f.StringVar(&o.runAt, "run-at", "", "when to run: RFC 3339 time or a delay such as +30s")
 	f.BoolVar(&o.wait, "wait", false, "wait for the job, print its output and exit with its exit code (the id goes to stderr)")
 	f.BoolVar(&o.follow, "follow", false, "with --wait: print the output live, attempt by attempt")
+	f.StringVar(&o.dir, "dir", "", "working directory (default: the current directory)")
+	f.StringArrayVar(&o.env, "env", nil, "set a variable, KEY=VALUE (repeatable; wins over --env-file)")
+	f.StringVar(&o.envFile, "env-file", "", "read variables from a file of KEY=VALUE lines (# comments)")
+	f.StringArrayVar(&o.labels, "label", nil, "attach a label, key=value (repeatable)")
+	f.StringArrayVar(&o.after, "after", nil, "run once the job with this id completed (repeatable)")
+	f.StringVar(&o.uniqueKey, "unique-key", "", "add no job while one with this key is not finished: print its id")
+	f.StringVar(&o.uniqueFor, "unique-for", "", "with --unique-key: also while one finished within this duration")
 	return cmd
 }
+
+// flagFormOnly are the enqueue flags that describe the job of --command.
+var flagFormOnly = []string{"id", "queue", "priority", "max-retries", "timeout", "run-at", "dir", "env", "env-file", "label",
+	"after", "unique-key", "unique-for"}
 
 func (a *app) runEnqueue(cmd *cobra.Command, args []string, o *enqueueOptions) error {
 	now := a.now()
@@ -77,7 +100,7 @@ func (a *app) runEnqueue(cmd *cobra.Command, args []string, o *enqueueOptions) e
 		return usagef("enqueue: give exactly one of a JSON argument, --file or --command")
 	}
 	if !flagForm {
-		for _, name := range []string{"id", "queue", "priority", "max-retries", "timeout", "run-at"} {
+		for _, name := range flagFormOnly {
 			if cmd.Flags().Changed(name) {
 				return usagef("enqueue: --%s goes with --command", name)
 			}
@@ -108,6 +131,9 @@ func (a *app) runEnqueue(cmd *cobra.Command, args []string, o *enqueueOptions) e
 		}
 		jobs = append(jobs, n)
 	}
+	if err := inCurrentDir(jobs); err != nil {
+		return err
+	}
 	return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 		queues, err := queue.QueueOverrides(ctx, st)
 		if err != nil {
@@ -118,12 +144,21 @@ func (a *app) runEnqueue(cmd *cobra.Command, args []string, o *enqueueOptions) e
 			return fmt.Errorf("enqueue: %w", err)
 		}
 		if o.wait {
-			fmt.Fprintln(a.stderr, added[0].ID)
-			return a.awaitEnqueued(ctx, st, added[0].ID, o.follow)
+			id := added[0].ID
+			if added[0].ExistingID != "" { // its unique key is held: wait for that job
+				id = added[0].ExistingID
+			}
+			fmt.Fprintln(a.stderr, id)
+			return a.awaitEnqueued(ctx, st, id, o.follow)
 		}
 		w := bufio.NewWriter(a.stdout)
 		for _, j := range added {
-			w.WriteString(j.ID)
+			if j.ExistingID != "" {
+				fmt.Fprintf(a.stderr, "note: job %s holds unique key %q: no job added\n", j.ExistingID, j.UniqueKey)
+				w.WriteString(j.ExistingID)
+			} else {
+				w.WriteString(j.ID)
+			}
 			w.WriteByte('\n')
 		}
 		return w.Flush()
@@ -152,7 +187,82 @@ func (o *enqueueOptions) newJob(cmd *cobra.Command, now time.Time) (queue.NewJob
 		}
 		n.RunAt = t
 	}
+	if o.dir != "" {
+		abs, err := filepath.Abs(o.dir)
+		if err != nil {
+			return n, fmt.Errorf("--dir: %w", err)
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			return n, fmt.Errorf("--dir %s: not a directory", o.dir)
+		}
+		n.Dir = abs
+	}
+	var err error
+	if n.Env, err = o.environment(); err != nil {
+		return n, err
+	}
+	if n.Labels, err = queue.ParseLabels(o.labels); err != nil {
+		return n, fmt.Errorf("--label: %w", err)
+	}
+	n.After, n.UniqueKey = o.after, o.uniqueKey
+	if o.uniqueFor != "" {
+		if n.UniqueFor, err = view.ParseTimeout(o.uniqueFor); err != nil {
+			return n, fmt.Errorf("--unique-for: %w", err)
+		}
+	}
 	return n, nil
+}
+
+// environment reads --env-file, then --env on top.
+func (o *enqueueOptions) environment() (map[string]string, error) {
+	env := map[string]string{}
+	if o.envFile != "" {
+		b, err := os.ReadFile(o.envFile)
+		if err != nil {
+			return nil, fmt.Errorf("--env-file: %w", err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "=")
+			if !ok || k == "" {
+				return nil, fmt.Errorf("--env-file %s line %d: use KEY=VALUE", o.envFile, i+1)
+			}
+			env[k] = v
+		}
+	}
+	for _, kv := range o.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--env %q: use KEY=VALUE", kv)
+		}
+		env[k] = v
+	}
+	if len(env) == 0 {
+		return nil, nil
+	}
+	return env, nil
+}
+
+// inCurrentDir makes jobs that name no directory run in the one enqueue
+// was called from.
+func inCurrentDir(jobs []queue.NewJob) error {
+	var wd string
+	for i := range jobs {
+		if jobs[i].Dir != "" {
+			continue
+		}
+		if wd == "" {
+			var err error
+			if wd, err = os.Getwd(); err != nil {
+				return fmt.Errorf("enqueue: current directory: %w", err)
+			}
+		}
+		jobs[i].Dir = wd
+	}
+	return nil
 }
 
 // parseJobJSON decodes one job as the CLI takes it: a relative dir is

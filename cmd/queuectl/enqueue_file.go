@@ -160,7 +160,11 @@ func resolveJob(r *queue.Resolver, b []byte, now time.Time, ignored map[string]b
 	if err != nil {
 		return nil, err
 	}
-	return r.Resolve(n)
+	one := []queue.NewJob{n}
+	if err := inCurrentDir(one); err != nil {
+		return nil, err
+	}
+	return r.Resolve(one[0])
 }
 
 // openJobFile opens the job file for the first pass and returns how to

@@ -24,6 +24,10 @@ func (a *app) statusCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				scheduled, err := st.CountScheduled(ctx, a.now())
+				if err != nil {
+					return err
+				}
 				ws, err := st.ListWorkers(ctx)
 				if err != nil {
 					return err
@@ -32,25 +36,25 @@ func (a *app) statusCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				status := view.NewStatus(counts, len(ws)).WithPaused(controls)
+				status := view.NewStatus(counts, scheduled, len(ws)).WithPaused(controls)
 				if asJSON {
 					return a.printJSON(status)
 				}
 				tw := a.table()
 				fmt.Fprint(tw, "QUEUE")
-				for _, s := range queue.States() {
+				for _, s := range view.StatusStates() {
 					fmt.Fprintf(tw, "\t%s", strings.ToUpper(string(s)))
 				}
 				fmt.Fprintln(tw)
 				for _, q := range status.QueueNames() {
 					fmt.Fprint(tw, q)
-					for _, s := range queue.States() {
+					for _, s := range view.StatusStates() {
 						fmt.Fprintf(tw, "\t%d", status.Queues[q][s])
 					}
 					fmt.Fprintln(tw)
 				}
 				fmt.Fprint(tw, "total")
-				for _, s := range queue.States() {
+				for _, s := range view.StatusStates() {
 					fmt.Fprintf(tw, "\t%d", status.Jobs[s])
 				}
 				fmt.Fprintln(tw)
@@ -83,17 +87,28 @@ func (a *app) printJobs(jobs []*queue.Job, asJSON bool) error {
 		return a.printJSON(view.Jobs(jobs))
 	}
 	tw := a.table()
+	now := a.now()
 	fmt.Fprintln(tw, "ID\tQUEUE\tSTATE\tATTEMPTS\tPRIORITY\tRUN AT\tUPDATED\tCOMMAND")
 	for _, j := range jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\n", j.ID, j.Queue, j.State, j.Attempts, j.MaxAttempts(),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\n", j.ID, j.Queue, printable(shownState(j, now)), j.Attempts, j.MaxAttempts(),
 			j.Priority, fmtTime(j.RunAt), fmtTime(j.UpdatedAt), truncate(j.Command, 50))
 	}
 	return tw.Flush()
 }
 
+// shownState is a job's state as list and show print it: a waiting job
+// with the jobs it waits for, a pending job due later as scheduled.
+func shownState(j *queue.Job, now time.Time) string {
+	if j.State == queue.StateWaiting {
+		return "waiting (after " + strings.Join(j.After, ", ") + ")"
+	}
+	return string(view.ShownState(j, now))
+}
+
 func (a *app) listCmd() *cobra.Command {
 	var asJSON bool
 	var state, q string
+	var labels []string
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -111,6 +126,10 @@ func (a *app) listCmd() *cobra.Command {
 			if limit < 0 {
 				return usagef("--limit %d: must be 0 (no limit) or more", limit)
 			}
+			var err error
+			if p.Labels, err = queue.ParseLabels(labels); err != nil {
+				return fmt.Errorf("--label: %w", err)
+			}
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 				jobs, err := st.ListJobs(ctx, p)
 				if err != nil {
@@ -124,6 +143,7 @@ func (a *app) listCmd() *cobra.Command {
 	cmd.Flags().StringVar(&state, "state", "", "only jobs in this state: "+stateNames())
 	cmd.Flags().StringVar(&q, "queue", "", "only jobs in this queue")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many jobs (0: all)")
+	cmd.Flags().StringArrayVar(&labels, "label", nil, "only jobs with this label, key=value (repeatable: all must match)")
 	return cmd
 }
 
@@ -173,7 +193,7 @@ func (a *app) printJob(j *queue.Job, hist []*queue.Attempt) error {
 		exit = strconv.Itoa(*j.ExitCode)
 	}
 	rows := [][2]string{
-		{"id", j.ID}, {"queue", j.Queue}, {"command", j.Command}, {"state", string(j.State)},
+		{"id", j.ID}, {"queue", j.Queue}, {"command", j.Command}, {"state", shownState(j, a.now())},
 		{"priority", strconv.Itoa(j.Priority)}, {"attempts", fmt.Sprintf("%d of at most %d", j.Attempts, j.MaxAttempts())},
 		{"max_retries", strconv.Itoa(j.MaxRetries)}, {"timeout", timeout},
 		{"backoff", fmt.Sprintf("base %g, max %s", j.BackoffBase, queue.FormatDuration(j.MaxBackoff))},
@@ -186,6 +206,20 @@ func (a *app) printJob(j *queue.Job, hist []*queue.Attempt) error {
 	}
 	if j.Dir != "" {
 		rows = append(rows, [2]string{"dir", j.Dir})
+	}
+	if len(j.Labels) > 0 {
+		rows = append(rows, [2]string{"labels", view.FormatLabels(j.Labels)})
+	}
+	if len(j.After) > 0 {
+		rows = append(rows, [2]string{"after", strings.Join(j.After, ", ")})
+	}
+	if j.UniqueKey != "" {
+		rows = append(rows, [2]string{"unique_key", j.UniqueKey})
+	}
+	for _, h := range [][2]string{{"on_success", j.Hooks.OnSuccess}, {"on_failure", j.Hooks.OnFailure}, {"on_dead", j.Hooks.OnDead}} {
+		if h[1] != "" {
+			rows = append(rows, h)
+		}
 	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s:\t%s\n", r[0], printable(r[1]))

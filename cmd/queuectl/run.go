@@ -95,7 +95,7 @@ func templates(f *config.File) []*queue.Template {
 		out = append(out, &queue.Template{
 			Name: j.Name, Queue: j.Queue, Schedule: j.Schedule, TimeZone: j.TimeZone, Command: j.Command, Dir: j.Dir,
 			Env: j.Env, Overlap: j.Overlap, CatchUp: j.CatchUp, MaxCatchUp: j.MaxCatchUp, Jitter: j.Jitter,
-			Priority: j.Priority, Enabled: j.Enabled, Retry: overrides(f.RetryFor(j.Queue, j.Retry)),
+			Priority: j.Priority, Enabled: j.Enabled, Retry: overrides(f.RetryFor(j.Queue, j.Retry)), Unique: j.Unique,
 		})
 	}
 	return out
@@ -112,7 +112,8 @@ func queueConfigs(f *config.File) []queue.QueueConfig {
 }
 
 func overrides(r config.Retry) queue.Overrides {
-	return queue.Overrides{MaxRetries: r.MaxRetries, BackoffBase: r.BackoffBase, MaxBackoff: r.MaxBackoff, Timeout: r.Timeout}
+	return queue.Overrides{MaxRetries: r.MaxRetries, BackoffBase: r.BackoffBase, MaxBackoff: r.MaxBackoff, Timeout: r.Timeout,
+		Hooks: queue.Hooks{OnSuccess: r.OnSuccess, OnFailure: r.OnFailure, OnDead: r.OnDead}}
 }
 
 // applyFile writes the file's queues and templates to the store.

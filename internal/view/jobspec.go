@@ -25,6 +25,10 @@ type JobSpec struct {
 	RunAt      string            `json:"run_at"`
 	Env        map[string]string `json:"env"`
 	Dir        string            `json:"dir"`
+	Labels     map[string]string `json:"labels"`
+	After      []string          `json:"after"`
+	UniqueKey  string            `json:"unique_key"`
+	UniqueFor  string            `json:"unique_for"`
 }
 
 // SpecError is a job JSON that cannot be enqueued; Field names the JSON
@@ -59,7 +63,8 @@ func ParseJobJSON(b []byte, now time.Time) (queue.NewJob, error) {
 	if s.Command == nil || strings.TrimSpace(*s.Command) == "" {
 		return queue.NewJob{}, specErrorf("command", `missing "command"`)
 	}
-	n := queue.NewJob{ID: s.ID, Queue: s.Queue, Command: *s.Command, Priority: s.Priority, MaxRetries: s.MaxRetries, Env: s.Env, Dir: s.Dir}
+	n := queue.NewJob{ID: s.ID, Queue: s.Queue, Command: *s.Command, Priority: s.Priority, MaxRetries: s.MaxRetries, Env: s.Env, Dir: s.Dir,
+		Labels: s.Labels, After: s.After, UniqueKey: s.UniqueKey}
 	if s.MaxRetries != nil && *s.MaxRetries < 0 {
 		return n, specErrorf("max_retries", `"max_retries" %d: must be 0 or more`, *s.MaxRetries)
 	}
@@ -80,6 +85,13 @@ func ParseJobJSON(b []byte, now time.Time) (queue.NewJob, error) {
 			return n, specErrorf("run_at", `"run_at": %s`, err)
 		}
 		n.RunAt = t
+	}
+	if s.UniqueFor != "" {
+		d, err := ParseTimeout(s.UniqueFor)
+		if err != nil {
+			return n, specErrorf("unique_for", `"unique_for": %s`, err)
+		}
+		n.UniqueFor = d
 	}
 	return n, nil
 }

@@ -18,8 +18,8 @@ type Queue struct {
 	Declared    bool                `json:"declared"`
 	Concurrency int                 `json:"concurrency"`
 	Jobs        map[queue.State]int `json:"jobs"`
-	// Backlog is the jobs waiting to run: pending, and failed ones waiting
-	// for their retry.
+	// Backlog is the jobs waiting to run: pending (due; scheduled ones
+	// are counted apart), and failed ones waiting for their retry.
 	Backlog int `json:"backlog"`
 	// OldestPendingAgeSeconds is how long the oldest due pending job has
 	// waited (null when none is due).
@@ -73,7 +73,7 @@ func NewQueues(status Status, declared []queue.QueueConfig, oldest map[string]ti
 	pick := func(name string) *Queue {
 		if byName[name] == nil {
 			byName[name] = &Queue{Name: name, Jobs: map[queue.State]int{}}
-			for _, s := range queue.States() {
+			for _, s := range StatusStates() {
 				byName[name].Jobs[s] = 0
 			}
 		}
@@ -141,6 +141,6 @@ func LoadQueues(ctx context.Context, st queue.Store, now time.Time) ([]Queue, er
 	if err != nil {
 		return nil, err
 	}
-	qs := NewQueues(NewStatus(counts, len(ws)), declared, m.OldestPending, ws, now)
+	qs := NewQueues(NewStatus(counts, scheduled, len(ws)), declared, m.OldestPending, ws, now)
 	return Steer(qs, controls, scheduled), nil
 }

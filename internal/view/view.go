@@ -8,13 +8,44 @@
 package view
 
 import (
+	"maps"
+	"slices"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/queuectl/queuectl/queue"
 )
 
+// Scheduled is how a pending job whose run_at is still ahead is shown:
+// not a stored state, but what people ask first about such a job.
+const Scheduled queue.State = "scheduled"
+
+// StatusStates are the columns of status: every state, with scheduled
+// after pending.
+func StatusStates() []queue.State {
+	var out []queue.State
+	for _, s := range queue.States() {
+		out = append(out, s)
+		if s == queue.StatePending {
+			out = append(out, Scheduled)
+		}
+	}
+	return out
+}
+
+// ShownState is the state a job is shown in at now: scheduled for a
+// pending job due later, else its state.
+func ShownState(j *queue.Job, now time.Time) queue.State {
+	if j.State == queue.StatePending && j.RunAt.After(now) {
+		return Scheduled
+	}
+	return j.State
+}
+
 // Status is the output of `queuectl status --json` and GET /api/v1/status:
-// job counts by state (every state present) and by queue, and how many
+// job counts by state (every state of StatusStates present: pending counts
+// the jobs due, scheduled those due later) and by queue, and how many
 // workers are registered.
 type Status struct {
 	Jobs    map[queue.State]int            `json:"jobs"`
@@ -35,18 +66,28 @@ func (s Status) WithPaused(controls []queue.QueueControl) Status {
 	return s
 }
 
-// NewStatus sums counts into a Status.
-func NewStatus(counts []queue.Count, workers int) Status {
+// NewStatus sums counts into a Status, moving the scheduled ones (as
+// CountScheduled returns them) from pending to scheduled.
+func NewStatus(counts []queue.Count, scheduled map[string]int, workers int) Status {
 	s := Status{Jobs: map[queue.State]int{}, Queues: map[string]map[queue.State]int{}, Workers: workers}
-	for _, st := range queue.States() {
+	for _, st := range StatusStates() {
 		s.Jobs[st] = 0
 	}
-	for _, c := range counts {
-		s.Jobs[c.State] += c.N
-		if s.Queues[c.Queue] == nil {
-			s.Queues[c.Queue] = map[queue.State]int{}
+	add := func(q string, st queue.State, n int) {
+		s.Jobs[st] += n
+		if s.Queues[q] == nil {
+			s.Queues[q] = map[queue.State]int{}
 		}
-		s.Queues[c.Queue][c.State] += c.N
+		s.Queues[q][st] += n
+	}
+	for _, c := range counts {
+		add(c.Queue, c.State, c.N)
+	}
+	for q, n := range scheduled {
+		// Read a moment apart from counts: never show fewer than none.
+		n = min(n, s.Queues[q][queue.StatePending])
+		add(q, queue.StatePending, -n)
+		add(q, Scheduled, n)
 	}
 	return s
 }
@@ -94,4 +135,13 @@ func Workers(ws []*queue.WorkerInfo) []*queue.WorkerInfo {
 		return []*queue.WorkerInfo{}
 	}
 	return ws
+}
+
+// FormatLabels renders labels as "k1=v1, k2=v2" in key order.
+func FormatLabels(labels map[string]string) string {
+	parts := make([]string, 0, len(labels))
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		parts = append(parts, k+"="+labels[k])
+	}
+	return strings.Join(parts, ", ")
 }

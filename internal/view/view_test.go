@@ -43,8 +43,10 @@ func TestParseJobJSONNamesTheField(t *testing.T) {
 }
 
 func TestNewStatusListsEveryState(t *testing.T) {
-	s := NewStatus([]queue.Count{{Queue: "b", State: queue.StateDead, N: 2}, {Queue: "a", State: queue.StatePending, N: 3}}, 1)
-	if len(s.Jobs) != len(queue.States()) || s.Jobs[queue.StateDead] != 2 || s.Queues["a"][queue.StatePending] != 3 {
+	s := NewStatus([]queue.Count{{Queue: "b", State: queue.StateDead, N: 2}, {Queue: "a", State: queue.StatePending, N: 3}},
+		map[string]int{"a": 1}, 1)
+	if len(s.Jobs) != len(queue.States())+1 || s.Jobs[queue.StateDead] != 2 || s.Queues["a"][queue.StatePending] != 2 ||
+		s.Queues["a"][Scheduled] != 1 || s.Jobs[Scheduled] != 1 {
 		t.Errorf("status = %+v", s)
 	}
 	if got := s.QueueNames(); len(got) != 2 || got[0] != "a" {

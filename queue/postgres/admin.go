@@ -108,7 +108,22 @@ func (s *Store) DiscardJobs(ctx context.Context, p queue.DiscardParams) ([]strin
 			return err
 		}
 		gone = ids
-		_, err = tx.Exec(ctx, `DELETE FROM jobs WHERE id = ANY($1)`, gone)
+		rows, err := tx.Query(ctx, `DELETE FROM jobs WHERE id = ANY($1) RETURNING id, state`, gone)
+		if err != nil {
+			return err
+		}
+		var unfinished []string
+		var id, state string
+		if _, err := pgx.ForEachRow(rows, []any{&id, &state}, func() error {
+			if queue.State(state) != queue.StateCompleted {
+				unfinished = append(unfinished, id)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		// Jobs waiting on a discarded job that had not completed are cancelled.
+		_, err = storekit.Settle(ctx, settleTx{tx}, unfinished, time.Now().UTC())
 		return err
 	})
 	if err != nil {
@@ -122,7 +137,7 @@ func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (queue.
 	var was queue.State
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		if was, err = storekit.Cancel(ctx, cancelTx{tx, s.channel}, id, now); err != nil {
+		if was, err = storekit.Cancel(ctx, cancelTx{settleTx{tx}, tx, s.channel}, id, now); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, notifySQL, s.eventsChannel)
@@ -140,6 +155,7 @@ func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (queue.
 // cancelTx runs storekit.Cancel's steps in one transaction; JobState locks
 // the job's row so that a concurrent finish waits for the decision.
 type cancelTx struct {
+	settleTx
 	tx      pgx.Tx
 	channel string
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/internal/storekit"
 )
 
 // Bulk imports (enqueue --file) on PostgreSQL are one transaction fed a
@@ -40,6 +41,11 @@ func (s *Store) BeginImport(ctx context.Context) (queue.Import, error) {
 func (b *bulkImport) Stage(ctx context.Context, jobs []*queue.Job) error {
 	if b.done {
 		return errors.New("stage jobs: the import has ended")
+	}
+	for _, j := range jobs {
+		if !storekit.Plain(j) {
+			return fmt.Errorf("stage jobs: %w: job %q: a bulk import (enqueue --file) takes no after or unique_key; enqueue it alone", queue.ErrInvalid, j.ID)
+		}
 	}
 	if err := sendInserts(ctx, b.tx, jobs, ""); err != nil {
 		return fmt.Errorf("stage jobs: %w", err)

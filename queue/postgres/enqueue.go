@@ -3,35 +3,69 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/internal/storekit"
 )
 
 const insertJob = `INSERT INTO jobs (id, queue, command, state, priority, attempts, max_retries, timeout_us,
-	backoff_base, max_backoff_us, run_at, created_at, updated_at, env, dir, template, scheduled_at, fire_key)
-	VALUES ($1, $2, $3, 'pending', $4, 0, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
+	backoff_base, max_backoff_us, run_at, created_at, updated_at, env, dir, template, scheduled_at, fire_key,
+	labels, hooks, unique_key, error)
+	VALUES ($1, $2, $3, $21, $4, 0, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`
 
-// insertArgs are insertJob's arguments for one pending job; fireKey is ""
-// for ad-hoc jobs.
+// insertArgs are insertJob's arguments for one job in its initial state;
+// fireKey is "" for ad-hoc jobs.
 func insertArgs(j *queue.Job, fireKey string) []any {
-	var env []byte
-	if len(j.Env) > 0 {
-		env, _ = json.Marshal(j.Env)
+	var hooks []byte
+	if !j.Hooks.IsZero() {
+		hooks, _ = json.Marshal(j.Hooks)
+	}
+	state := j.State
+	if state == "" {
+		state = queue.StatePending
 	}
 	return []any{j.ID, j.Queue, j.Command, j.Priority, j.MaxRetries, j.Timeout.Microseconds(), j.BackoffBase,
-		j.MaxBackoff.Microseconds(), j.RunAt, j.CreatedAt, j.UpdatedAt, env, nullString(j.Dir),
-		nullString(j.Template), nullTime(j.ScheduledAt), nullString(fireKey)}
+		j.MaxBackoff.Microseconds(), j.RunAt, j.CreatedAt, j.UpdatedAt, jsonMap(j.Env), nullString(j.Dir),
+		nullString(j.Template), nullTime(j.ScheduledAt), nullString(fireKey), jsonMap(j.Labels), hooks,
+		nullString(j.UniqueKey), nullString(j.Error), string(state)}
 }
 
-// InsertJobs implements queue.Store. The rows go in one pipelined batch
-// inside one transaction; a taken id rolls back the whole batch.
+// jsonMap is m as a JSON object, NULL when empty.
+func jsonMap(m map[string]string) []byte {
+	if len(m) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// insertShapedJob is insertJob for a job with a unique key: when an
+// unfinished job holds the key (or one is being inserted, which it waits
+// for), it inserts nothing.
+const insertShapedJob = insertJob + ` ON CONFLICT (unique_key)
+	WHERE unique_key IS NOT NULL AND state NOT IN ('completed', 'dead', 'cancelled') DO NOTHING`
+
+// InsertJobs implements queue.Store. Plain jobs go in one pipelined batch
+// inside one transaction; a taken id rolls back the whole batch. A batch
+// with a job that has a unique key or dependencies goes one statement at a
+// time, so that each job sees the ones before it.
 func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 	if len(jobs) == 0 {
 		return nil
 	}
+	plain := true
+	for _, j := range jobs {
+		j.ExistingID = ""
+		plain = plain && storekit.Plain(j)
+	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if !plain {
+			return s.insertShaped(ctx, tx, jobs)
+		}
 		return sendInserts(ctx, tx, jobs, s.channel)
 	})
 	if err != nil {
@@ -67,4 +101,67 @@ func sendInserts(ctx context.Context, tx pgx.Tx, jobs []*queue.Job, channel stri
 		}
 	}
 	return br.Close()
+}
+
+// duplicateID names the job whose id a unique violation is about.
+func duplicateID(err error, j *queue.Job) error {
+	if isUnique(err) {
+		return fmt.Errorf("%w: %q already exists", queue.ErrDuplicate, j.ID)
+	}
+	return err
+}
+
+func (s *Store) insertShaped(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
+	for _, j := range jobs {
+		if err := storekit.Insert(ctx, insertTx{tx}, j); err != nil {
+			return err
+		}
+	}
+	_, err := tx.Exec(ctx, notifySQL, s.channel)
+	return err
+}
+
+// insertTx runs storekit.Insert's steps in one transaction.
+type insertTx struct{ tx pgx.Tx }
+
+func (t insertTx) UniqueHolder(ctx context.Context, key string, since time.Time) (string, bool, error) {
+	var id string
+	err := t.tx.QueryRow(ctx, `SELECT id FROM jobs WHERE unique_key = $1
+		AND (state NOT IN ('completed', 'dead', 'cancelled') OR ($2::timestamptz IS NOT NULL AND updated_at >= $2))
+		ORDER BY updated_at DESC LIMIT 1`, key, nullTime(since)).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	return id, err == nil, err
+}
+
+// DependencyStates locks the dependencies FOR SHARE: a finish of one of
+// them (a row update) waits for this transaction, and then sees the job
+// it inserts; a finish that came first makes this wait and read its
+// outcome. In id order, so that two enqueuers never deadlock.
+func (t insertTx) DependencyStates(ctx context.Context, ids []string) (map[string]queue.State, error) {
+	rows, err := t.tx.Query(ctx, `SELECT id, state FROM jobs WHERE id = ANY($1) ORDER BY id FOR SHARE`, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]queue.State, len(ids))
+	var id, state string
+	_, err = pgx.ForEachRow(rows, []any{&id, &state}, func() error {
+		out[id] = queue.State(state)
+		return nil
+	})
+	return out, err
+}
+
+func (t insertTx) Insert(ctx context.Context, j *queue.Job) (bool, error) {
+	tag, err := t.tx.Exec(ctx, insertShapedJob, insertArgs(j, "")...)
+	if err != nil {
+		return false, duplicateID(err, j)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func (t insertTx) InsertDeps(ctx context.Context, j *queue.Job) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO job_deps (job_id, dep_id) SELECT $1, unnest($2::text[])`, j.ID, j.After)
+	return err
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/internal/storekit"
 )
 
 // finishJob updates the job if the claim still holds (see queue's lifecycle
@@ -49,6 +50,11 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 				nullString(r.Worker), nullString(r.Error), r.Output, r.Dropped, nullTime(f.LeaseExpiredBy),
 				string(cState), nullString(cErr), f.Uncharged)
 		}
+		ids := make([]string, len(fs))
+		for i, f := range fs {
+			ids[i] = f.JobID
+		}
+		b.Queue(hasDependents, ids)
 		br := tx.SendBatch(ctx, b)
 		for i, f := range fs {
 			tag, err := br.Exec()
@@ -61,8 +67,26 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 				runnable = true
 			}
 		}
+		var dependents bool
+		if err := br.QueryRow().Scan(&dependents); err != nil {
+			br.Close()
+			return err
+		}
 		if err := br.Close(); err != nil {
 			return err
+		}
+		if dependents { // the jobs waiting on these learn how they ended
+			var ended []string
+			for i, f := range fs {
+				if applied[i] {
+					ended = append(ended, f.JobID)
+				}
+			}
+			released, err := storekit.Settle(ctx, settleTx{tx}, ended, fs[0].Now)
+			if err != nil {
+				return err
+			}
+			runnable = runnable || released
 		}
 		if slices.Contains(applied, true) {
 			if _, err := tx.Exec(ctx, notifySQL, s.eventsChannel); err != nil {

@@ -11,9 +11,11 @@ import (
 
 const importJob = `INSERT INTO jobs (id, queue, command, state, priority, attempts, max_retries, timeout_us,
 	backoff_base, max_backoff_us, run_at, created_at, updated_at, started_at, finished_at, exit_code, error,
-	worker, lease_until, cancel_requested, env, dir, template, scheduled_at, uncharged)
+	worker, lease_until, cancel_requested, env, dir, template, scheduled_at, uncharged, labels, hooks, unique_key)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24,
-		$25)`
+		$25, $26, $27, $28)`
+
+const importDep = `INSERT INTO job_deps (job_id, dep_id) VALUES ($1, $2)`
 
 const importAttempt = `INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome,
 	worker, error, output, dropped) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
@@ -29,6 +31,9 @@ func (s *Store) ImportJobs(ctx context.Context, recs []queue.JobRecord) error {
 			part := recs[start:min(start+500, len(recs))]
 			for _, r := range part {
 				b.Queue(importJob, importArgs(r.Job)...)
+				for _, dep := range r.Job.After {
+					b.Queue(importDep, r.Job.ID, dep)
+				}
 				for _, a := range r.History {
 					b.Queue(importAttempt, r.Job.ID, a.Number, nullTime(a.StartedAt), a.FinishedAt, a.ExitCode,
 						nullString(a.Signal), string(a.Outcome), nullString(a.Worker), nullString(a.Error), a.Output, a.Dropped)
@@ -49,14 +54,15 @@ func (s *Store) ImportJobs(ctx context.Context, recs []queue.JobRecord) error {
 }
 
 func importArgs(j *queue.Job) []any {
-	var env []byte
-	if len(j.Env) > 0 {
-		env, _ = json.Marshal(j.Env)
+	var hooks []byte
+	if !j.Hooks.IsZero() {
+		hooks, _ = json.Marshal(j.Hooks)
 	}
 	return []any{j.ID, j.Queue, j.Command, string(j.State), j.Priority, j.Attempts, j.MaxRetries, j.Timeout.Microseconds(),
 		j.BackoffBase, j.MaxBackoff.Microseconds(), j.RunAt, j.CreatedAt, j.UpdatedAt, nullTime(j.StartedAt),
 		nullTime(j.FinishedAt), j.ExitCode, nullString(j.Error), nullString(j.Worker), nullTime(j.LeaseUntil),
-		j.CancelRequested, env, nullString(j.Dir), nullString(j.Template), nullTime(j.ScheduledAt), j.Uncharged}
+		j.CancelRequested, jsonMap(j.Env), nullString(j.Dir), nullString(j.Template), nullTime(j.ScheduledAt), j.Uncharged,
+		jsonMap(j.Labels), hooks, nullString(j.UniqueKey)}
 }
 
 // sendImport runs one batch and names the job whose id is taken.
@@ -64,7 +70,7 @@ func sendImport(ctx context.Context, tx pgx.Tx, b *pgx.Batch, part []queue.JobRe
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 	for _, r := range part {
-		for range 1 + len(r.History) {
+		for range 1 + len(r.Job.After) + len(r.History) {
 			if _, err := br.Exec(); err != nil {
 				if isUnique(err) {
 					return fmt.Errorf("%w: %q already exists", queue.ErrDuplicate, r.Job.ID)

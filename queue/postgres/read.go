@@ -15,11 +15,18 @@ import (
 
 var jobColumnNames = []string{"id", "queue", "command", "state", "priority", "attempts", "max_retries", "timeout_us",
 	"backoff_base", "max_backoff_us", "run_at", "created_at", "updated_at", "started_at", "finished_at", "exit_code",
-	"error", "worker", "lease_until", "cancel_requested", "env", "dir", "template", "scheduled_at", "uncharged"}
+	"error", "worker", "lease_until", "cancel_requested", "env", "dir", "template", "scheduled_at", "uncharged", "labels",
+	"hooks", "unique_key"}
 
-// jobColumns lists the job columns, each prefixed with p ("j." or "").
+// jobColumns lists the job columns, each prefixed with p ("j." or ""),
+// then the job's dependencies in id order.
 func jobColumns(p string) string {
-	return p + strings.Join(jobColumnNames, ", "+p)
+	table := p
+	if table == "" {
+		table = "jobs."
+	}
+	return p + strings.Join(jobColumnNames, ", "+p) +
+		", (SELECT array_agg(dep_id ORDER BY dep_id) FROM job_deps WHERE job_id = " + table + "id)"
 }
 
 var allJobColumns = jobColumns("")
@@ -32,12 +39,13 @@ func scanJob(row pgx.Row, extra ...any) (*queue.Job, error) {
 		timeoutUS, maxBackoffUS                        int64
 		runAt, createdAt, updatedAt                    time.Time
 		startedAt, finishedAt, leaseUntil, scheduledAt *time.Time
-		errText, worker, dir, template                 *string
-		env                                            []byte
+		errText, worker, dir, template, uniqueKey      *string
+		env, labels, hooks                             []byte
 	)
 	dest := []any{&j.ID, &j.Queue, &j.Command, &state, &j.Priority, &j.Attempts, &j.MaxRetries, &timeoutUS,
 		&j.BackoffBase, &maxBackoffUS, &runAt, &createdAt, &updatedAt, &startedAt, &finishedAt, &j.ExitCode,
-		&errText, &worker, &leaseUntil, &j.CancelRequested, &env, &dir, &template, &scheduledAt, &j.Uncharged}
+		&errText, &worker, &leaseUntil, &j.CancelRequested, &env, &dir, &template, &scheduledAt, &j.Uncharged, &labels,
+		&hooks, &uniqueKey, &j.After}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -48,9 +56,16 @@ func scanJob(row pgx.Row, extra ...any) (*queue.Job, error) {
 	j.StartedAt, j.FinishedAt, j.LeaseUntil = utc(startedAt), utc(finishedAt), utc(leaseUntil)
 	j.ScheduledAt = utc(scheduledAt)
 	j.Error, j.Worker, j.Dir, j.Template = str(errText), str(worker), str(dir), str(template)
-	if len(env) > 0 {
-		if err := json.Unmarshal(env, &j.Env); err != nil {
-			return nil, fmt.Errorf("job %s: env: %w", j.ID, err)
+	j.UniqueKey = str(uniqueKey)
+	for _, f := range []struct {
+		name string
+		col  []byte
+		dst  any
+	}{{"env", env, &j.Env}, {"labels", labels, &j.Labels}, {"hooks", hooks, &j.Hooks}} {
+		if len(f.col) > 0 {
+			if err := json.Unmarshal(f.col, f.dst); err != nil {
+				return nil, fmt.Errorf("job %s: %s: %w", j.ID, f.name, err)
+			}
 		}
 	}
 	return &j, nil
@@ -88,6 +103,11 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) ([]*queue.Job,
 	if p.Search != "" {
 		args = append(args, p.Search)
 		where = append(where, fmt.Sprintf("(strpos(id, $%d) > 0 OR strpos(command, $%[1]d) > 0)", len(args)))
+	}
+	if len(p.Labels) > 0 {
+		b, _ := json.Marshal(p.Labels)
+		args = append(args, string(b))
+		where = append(where, fmt.Sprintf("labels @> $%d::jsonb", len(args)))
 	}
 	if p.After != "" {
 		var created time.Time

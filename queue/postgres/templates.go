@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -26,9 +27,13 @@ func (s *Store) ApplyQueues(ctx context.Context, qs []queue.QueueConfig) error {
 				v := q.Retry.Timeout.Microseconds()
 				timeout = &v
 			}
-			b.Queue(`INSERT INTO queues (name, concurrency, max_retries, backoff_base, max_backoff_us, timeout_us)
-				VALUES ($1, $2, $3, $4, $5, $6)`, q.Name, q.Concurrency, q.Retry.MaxRetries, q.Retry.BackoffBase,
-				maxBackoff, timeout)
+			var hooks []byte
+			if !q.Retry.Hooks.IsZero() {
+				hooks, _ = json.Marshal(q.Retry.Hooks)
+			}
+			b.Queue(`INSERT INTO queues (name, concurrency, max_retries, backoff_base, max_backoff_us, timeout_us, hooks)
+				VALUES ($1, $2, $3, $4, $5, $6, $7)`, q.Name, q.Concurrency, q.Retry.MaxRetries, q.Retry.BackoffBase,
+				maxBackoff, timeout, hooks)
 		}
 		return tx.SendBatch(ctx, b).Close()
 	})
@@ -40,7 +45,7 @@ func (s *Store) ApplyQueues(ctx context.Context, qs []queue.QueueConfig) error {
 
 // Queues implements queue.Store.
 func (s *Store) Queues(ctx context.Context) ([]queue.QueueConfig, error) {
-	rows, err := s.pool.Query(ctx, `SELECT name, concurrency, max_retries, backoff_base, max_backoff_us, timeout_us
+	rows, err := s.pool.Query(ctx, `SELECT name, concurrency, max_retries, backoff_base, max_backoff_us, timeout_us, hooks
 		FROM queues ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("queues: %w", err)
@@ -50,8 +55,14 @@ func (s *Store) Queues(ctx context.Context) ([]queue.QueueConfig, error) {
 	for rows.Next() {
 		var q queue.QueueConfig
 		var maxBackoff, timeout *int64
-		if err := rows.Scan(&q.Name, &q.Concurrency, &q.Retry.MaxRetries, &q.Retry.BackoffBase, &maxBackoff, &timeout); err != nil {
+		var hooks []byte
+		if err := rows.Scan(&q.Name, &q.Concurrency, &q.Retry.MaxRetries, &q.Retry.BackoffBase, &maxBackoff, &timeout, &hooks); err != nil {
 			return nil, fmt.Errorf("queues: %w", err)
+		}
+		if len(hooks) > 0 {
+			if err := json.Unmarshal(hooks, &q.Retry.Hooks); err != nil {
+				return nil, fmt.Errorf("queues: %s: hooks: %w", q.Name, err)
+			}
 		}
 		if maxBackoff != nil {
 			v := time.Duration(*maxBackoff) * time.Microsecond

@@ -66,7 +66,7 @@ func pickJobs(ctx context.Context, tx *sql.Tx, named []string, allDead bool, q s
 		ids = append(ids, dead...)
 	}
 	return storekit.PickJobs(ids, func(id string) (queue.State, bool, error) {
-		return cancelTx{tx}.JobState(ctx, id)
+		return cancelTx{settleTx{tx}, tx}.JobState(ctx, id)
 	}, allow, rule)
 }
 
@@ -78,13 +78,20 @@ func (s *Store) DiscardJobs(ctx context.Context, p queue.DiscardParams) ([]strin
 		if err != nil {
 			return err
 		}
+		var unfinished []string
 		for _, id := range ids {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE id = ?`, id); err != nil {
+			var state string
+			if err := tx.QueryRowContext(ctx, `DELETE FROM jobs WHERE id = ? RETURNING state`, id).Scan(&state); err != nil {
 				return err
+			}
+			if queue.State(state) != queue.StateCompleted {
+				unfinished = append(unfinished, id)
 			}
 		}
 		gone = ids
-		return nil
+		// Jobs waiting on a discarded job that had not completed are cancelled.
+		_, err = storekit.Settle(ctx, settleTx{tx}, unfinished, time.Now().UTC())
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("discard jobs: %w", err)
@@ -97,7 +104,7 @@ func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (queue.
 	var was queue.State
 	err := s.write(ctx, true, func(tx *sql.Tx) error {
 		var err error
-		was, err = storekit.Cancel(ctx, cancelTx{tx}, id, now)
+		was, err = storekit.Cancel(ctx, cancelTx{settleTx{tx}, tx}, id, now)
 		return err
 	})
 	if err != nil {
@@ -111,7 +118,10 @@ func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (queue.
 }
 
 // cancelTx runs storekit.Cancel's steps in one write transaction.
-type cancelTx struct{ tx *sql.Tx }
+type cancelTx struct {
+	settleTx
+	tx *sql.Tx
+}
 
 func (c cancelTx) JobState(ctx context.Context, id string) (queue.State, bool, error) {
 	var state string

@@ -31,8 +31,9 @@ import (
 // one host a SQLite database lives on.
 
 const insertStagedJob = `INSERT INTO jobs (id, queue, command, state, priority, attempts, max_retries, timeout_us,
-	backoff_base, max_backoff_us, run_at, created_at, updated_at, env, dir, template, scheduled_at, fire_key, import_id)
-	VALUES (?, ?, ?, 'staged', ?, 0, ?, ?, ?, ?, ?, ?, ?10, ?, ?, ?, ?, ?, ?)`
+	backoff_base, max_backoff_us, run_at, created_at, updated_at, env, dir, template, scheduled_at, fire_key,
+	labels, hooks, unique_key, error, import_id)
+	VALUES (?1, ?2, ?3, 'staged', ?4, 0, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?21)`
 
 // stagedRows selects a chunk of an import's staged jobs.
 const stagedRows = `SELECT rowid FROM jobs WHERE import_id = ? AND state = 'staged'`
@@ -80,7 +81,7 @@ func (b *bulkImport) Stage(ctx context.Context, jobs []*queue.Job) error {
 			return err
 		}
 		for _, j := range jobs {
-			if err := execInsert(ctx, st, j, "", b.id); err != nil {
+			if err := execStaged(ctx, st, j, b.id); err != nil {
 				return err
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/internal/storekit"
 )
 
 // finishJob records an outcome if the claim still holds (see queue's
@@ -39,6 +40,11 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 		if err != nil {
 			return err
 		}
+		hasDeps, err := s.stmt(ctx, tx, `SELECT EXISTS (SELECT 1 FROM job_deps WHERE dep_id = ?)`)
+		if err != nil {
+			return err
+		}
+		var ended []string
 		for i, f := range fs {
 			applied[i] = false
 			cState, cErr := f.IfCancelRequested()
@@ -52,6 +58,16 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 				continue
 			}
 			applied[i] = true
+			// Only a job that others wait on needs settling: a point lookup
+			// in a (mostly empty) index, so a finish without dependents
+			// costs next to nothing.
+			var waited bool
+			if err := hasDeps.QueryRowContext(ctx, f.JobID).Scan(&waited); err != nil {
+				return err
+			}
+			if waited {
+				ended = append(ended, f.JobID)
+			}
 			r := f.Record
 			_, err = ins.ExecContext(ctx, f.JobID, r.Number, toUSNull(r.StartedAt), toUS(r.FinishedAt), nullInt(r.ExitCode),
 				nullString(r.Signal), string(r.Outcome), nullString(r.Worker), nullString(r.Error), r.Output, r.Dropped)
@@ -66,7 +82,10 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 				runnable = true
 			}
 		}
-		return nil
+		// The jobs waiting on these learn how they ended.
+		released, err := storekit.Settle(ctx, settleTx{tx}, ended, fs[0].Now)
+		runnable = runnable || released
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("finish jobs: %w", err)

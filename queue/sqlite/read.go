@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,7 +17,8 @@ import (
 
 const jobColumns = `id, queue, command, state, priority, attempts, max_retries, timeout_us, backoff_base,
 	max_backoff_us, run_at, created_at, updated_at, started_at, finished_at, exit_code, error, worker,
-	lease_until, cancel_requested, env, dir, template, scheduled_at, uncharged`
+	lease_until, cancel_requested, env, dir, template, scheduled_at, uncharged, labels, hooks, unique_key,
+	(SELECT group_concat(dep_id, char(10)) FROM job_deps WHERE job_id = jobs.id)`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -26,11 +29,13 @@ func scanJob(row scanner) (*queue.Job, error) {
 		timeoutUS, maxBackoffUS, runAt, createdAt, updatedAt     int64
 		startedAt, finishedAt, exitCode, leaseUntil, scheduledAt sql.NullInt64
 		errText, worker, env, dir, template                      sql.NullString
+		labels, hooks, uniqueKey, after                          sql.NullString
 		cancel                                                   int
 	)
 	err := row.Scan(&j.ID, &j.Queue, &j.Command, &state, &j.Priority, &j.Attempts, &j.MaxRetries, &timeoutUS,
 		&j.BackoffBase, &maxBackoffUS, &runAt, &createdAt, &updatedAt, &startedAt, &finishedAt, &exitCode,
-		&errText, &worker, &leaseUntil, &cancel, &env, &dir, &template, &scheduledAt, &j.Uncharged)
+		&errText, &worker, &leaseUntil, &cancel, &env, &dir, &template, &scheduledAt, &j.Uncharged, &labels, &hooks,
+		&uniqueKey, &after)
 	if err != nil {
 		return nil, err
 	}
@@ -46,9 +51,19 @@ func scanJob(row scanner) (*queue.Job, error) {
 	}
 	j.Error, j.Worker, j.Dir, j.Template = errText.String, worker.String, dir.String, template.String
 	j.CancelRequested = cancel != 0
-	if env.Valid && env.String != "" {
-		if err := json.Unmarshal([]byte(env.String), &j.Env); err != nil {
-			return nil, fmt.Errorf("job %s: env: %w", j.ID, err)
+	j.UniqueKey = uniqueKey.String
+	if after.Valid && after.String != "" {
+		j.After = strings.Split(after.String, "\n")
+	}
+	for _, f := range []struct {
+		name string
+		col  sql.NullString
+		dst  any
+	}{{"env", env, &j.Env}, {"labels", labels, &j.Labels}, {"hooks", hooks, &j.Hooks}} {
+		if f.col.Valid && f.col.String != "" {
+			if err := json.Unmarshal([]byte(f.col.String), f.dst); err != nil {
+				return nil, fmt.Errorf("job %s: %s: %w", j.ID, f.name, err)
+			}
 		}
 	}
 	return &j, nil
@@ -112,6 +127,10 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) ([]*queue.Job,
 	if p.Search != "" {
 		where = append(where, "(instr(id, ?) > 0 OR instr(command, ?) > 0)")
 		args = append(args, p.Search, p.Search)
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Labels)) {
+		where = append(where, "labels IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(labels) WHERE key = ? AND value = ?)")
+		args = append(args, k, p.Labels[k])
 	}
 	if p.After != "" {
 		var after int64

@@ -30,8 +30,12 @@ func (s *Store) ApplyQueues(ctx context.Context, qs []queue.QueueConfig) error {
 			if q.Retry.BackoffBase != nil {
 				base = sql.NullFloat64{Float64: *q.Retry.BackoffBase, Valid: true}
 			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO queues (name, concurrency, max_retries, backoff_base, max_backoff_us, timeout_us)
-				VALUES (?, ?, ?, ?, ?, ?)`, q.Name, q.Concurrency, nullInt(q.Retry.MaxRetries), base, maxBackoff, timeout)
+			var hooks sql.NullString
+			if !q.Retry.Hooks.IsZero() {
+				hooks = jsonText(q.Retry.Hooks)
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO queues (name, concurrency, max_retries, backoff_base, max_backoff_us, timeout_us, hooks)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, q.Name, q.Concurrency, nullInt(q.Retry.MaxRetries), base, maxBackoff, timeout, hooks)
 			if err != nil {
 				return err
 			}
@@ -46,7 +50,7 @@ func (s *Store) ApplyQueues(ctx context.Context, qs []queue.QueueConfig) error {
 
 // Queues implements queue.Store.
 func (s *Store) Queues(ctx context.Context) ([]queue.QueueConfig, error) {
-	rows, err := s.readDB.QueryContext(ctx, `SELECT name, concurrency, max_retries, backoff_base, max_backoff_us, timeout_us
+	rows, err := s.readDB.QueryContext(ctx, `SELECT name, concurrency, max_retries, backoff_base, max_backoff_us, timeout_us, hooks
 		FROM queues ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("queues: %w", describe(err))
@@ -57,8 +61,14 @@ func (s *Store) Queues(ctx context.Context) ([]queue.QueueConfig, error) {
 		var q queue.QueueConfig
 		var retries, maxBackoff, timeout sql.NullInt64
 		var base sql.NullFloat64
-		if err := rows.Scan(&q.Name, &q.Concurrency, &retries, &base, &maxBackoff, &timeout); err != nil {
+		var hooks sql.NullString
+		if err := rows.Scan(&q.Name, &q.Concurrency, &retries, &base, &maxBackoff, &timeout, &hooks); err != nil {
 			return nil, fmt.Errorf("queues: %w", err)
+		}
+		if hooks.Valid {
+			if err := json.Unmarshal([]byte(hooks.String), &q.Retry.Hooks); err != nil {
+				return nil, fmt.Errorf("queues: %s: hooks: %w", q.Name, err)
+			}
 		}
 		if retries.Valid {
 			v := int(retries.Int64)

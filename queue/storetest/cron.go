@@ -23,7 +23,7 @@ func fireParams(t *testing.T, tpl *queue.Template, kind queue.FireKind, slot tim
 	j := job(t, "", func(n *queue.NewJob) {
 		n.Command, n.Template, n.ScheduledAt = tpl.Command, tpl.Name, slot
 	})
-	return queue.FireParams{Template: tpl.Name, Kind: kind, Slot: slot, Job: j, Overlap: tpl.Overlap, Cursor: slot, Now: slot}
+	return queue.FireParams{Template: tpl.Name, Kind: kind, Slot: slot, Job: j, Overlap: tpl.Overlap, Unique: tpl.Unique, Cursor: slot, Now: slot}
 }
 
 func fire(t *testing.T, s queue.Store, tpl *queue.Template, kind queue.FireKind, slot time.Time) queue.FireResult {

@@ -70,6 +70,13 @@ func Run(t *testing.T, newDB NewDB) {
 		{"ImportAbort", testImportAbort},
 		{"ImportDuplicate", testImportDuplicate},
 		{"ImportLetsWorkersWrite", testImportLetsWorkersWrite},
+		{"LabelsAndHooks", testLabelsAndHooks},
+		{"UniqueKey", testUniqueKey},
+		{"UniqueKeyRace", testUniqueKeyRace},
+		{"Dependencies", testDependencies},
+		{"DependencyCascade", testDependencyCascade},
+		{"DependencyRace", testDependencyRace},
+		{"UniqueTemplate", testUniqueTemplate},
 	}
 	tests = append(tests, controlTests()...)
 	for _, tc := range tests {

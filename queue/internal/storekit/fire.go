@@ -62,7 +62,15 @@ func Fire(ctx context.Context, tx FireTx, p queue.FireParams) (queue.FireResult,
 				return res, err
 			}
 		}
-		if err := act(ctx, tx, p, key, queue.DecideOverlap(p.Overlap, res.Blocked), &res); err != nil {
+		action := queue.DecideOverlap(p.Overlap, res.Blocked)
+		if action == queue.FireInsert && p.Unique {
+			pending, err := tx.HasJobIn(ctx, p.Template, []queue.State{queue.StatePending})
+			if err != nil {
+				return res, err
+			}
+			action = queue.DecideUnique(action, pending)
+		}
+		if err := act(ctx, tx, p, key, action, &res); err != nil {
 			return res, err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 // CancelTx is what Cancel needs from a store's transaction.
 type CancelTx interface {
+	SettleTx // the cancelled job's dependents follow it
 	// JobState returns the job's state, locking its row where the dialect
 	// can; found is false when no such job exists.
 	JobState(ctx context.Context, id string) (state queue.State, found bool, err error)
@@ -34,7 +35,9 @@ func Cancel(ctx context.Context, tx CancelTx, id string, now time.Time) (queue.S
 	action, err := queue.DecideCancel(id, was)
 	switch action {
 	case queue.CancelNow:
-		err = tx.CancelNow(ctx, id, queue.CancelledByUser, now)
+		if err = tx.CancelNow(ctx, id, queue.CancelledByUser, now); err == nil {
+			_, err = Settle(ctx, tx, []string{id}, now)
+		}
 	case queue.CancelRequest:
 		err = tx.RequestCancel(ctx, id, now)
 	}

@@ -1,0 +1,78 @@
+package storekit
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+// InsertTx is what Insert needs from a store's transaction.
+type InsertTx interface {
+	// UniqueHolder finds the job that holds key: one that is not final
+	// or, when since is not zero, one that finished at or after since.
+	UniqueHolder(ctx context.Context, key string, since time.Time) (id string, found bool, err error)
+	// DependencyStates returns the states of those of ids that exist, each
+	// locked against a concurrent finish where the dialect can.
+	DependencyStates(ctx context.Context, ids []string) (map[string]queue.State, error)
+	// Insert inserts j in its state; inserted is false, and nothing
+	// changed, when an unfinished job already holds j's unique key.
+	Insert(ctx context.Context, j *queue.Job) (inserted bool, err error)
+	// InsertDeps records the jobs j runs after.
+	InsertDeps(ctx context.Context, j *queue.Job) error
+}
+
+// Plain reports whether j needs none of Insert's work (no unique key, no
+// dependencies), so a store may insert it on its fast path.
+func Plain(j *queue.Job) bool { return j.UniqueKey == "" && len(j.After) == 0 }
+
+// Insert stores one job in tx: when a job holds its unique key it sets
+// j.ExistingID and inserts nothing; a job enqueued after others starts in
+// the state the lifecycle decides from theirs (DecideAfter).
+func Insert(ctx context.Context, tx InsertTx, j *queue.Job) error {
+	if j.UniqueKey != "" {
+		var since time.Time
+		if j.UniqueFor > 0 {
+			since = j.CreatedAt.Add(-j.UniqueFor)
+		}
+		id, found, err := tx.UniqueHolder(ctx, j.UniqueKey, since)
+		if err != nil {
+			return err
+		}
+		if found {
+			j.ExistingID = id
+			return nil
+		}
+	}
+	if len(j.After) > 0 {
+		states, err := tx.DependencyStates(ctx, j.After)
+		if err != nil {
+			return err
+		}
+		state, reason, err := queue.DecideAfter(j.After, states)
+		if err != nil {
+			return fmt.Errorf("job %q: %w", j.ID, err)
+		}
+		j.State, j.Error = state, reason
+	}
+	inserted, err := tx.Insert(ctx, j)
+	if err != nil {
+		return err
+	}
+	if !inserted { // another enqueuer took the key since UniqueHolder looked
+		id, found, err := tx.UniqueHolder(ctx, j.UniqueKey, time.Time{})
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("job %q: unique key %q: the job holding it finished meanwhile; enqueue again", j.ID, j.UniqueKey)
+		}
+		j.ExistingID = id
+		return nil
+	}
+	if len(j.After) > 0 {
+		return tx.InsertDeps(ctx, j)
+	}
+	return nil
+}
