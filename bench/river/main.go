@@ -109,20 +109,10 @@ func main() {
 	defer stop()
 
 	if *ping {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(pctx, b.url)
-		if err != nil {
+		if err := printServerVersion(ctx, b.url); err != nil {
 			fmt.Fprintln(os.Stderr, "riverbench:", err)
 			os.Exit(1)
 		}
-		defer conn.Close(pctx)
-		var v string
-		if err := conn.QueryRow(pctx, "SHOW server_version").Scan(&v); err != nil {
-			fmt.Fprintln(os.Stderr, "riverbench:", err)
-			os.Exit(1)
-		}
-		fmt.Println(v)
 		return
 	}
 	out := Output{RiverVersion: riverVersion(), FetchCooldown: b.fetchCooldown.String(), FetchPollInterval: b.fetchPoll.String()}
@@ -141,15 +131,9 @@ func main() {
 				name = "insert_many_fast"
 			}
 			r := Result{Name: name, Jobs: *insertJobs, Unit: "jobs/s"}
-			for i := range *runs {
-				progress("%s run %d/%d: %d jobs", name, i+1, *runs, *insertJobs)
-				v, err := b.insertRate(ctx, *insertJobs, fast)
-				if err != nil {
-					fail(fmt.Errorf("%s: %w", name, err))
-				}
-				r.Runs = append(r.Runs, v)
-			}
-			out.Results = append(out.Results, r)
+			out.Results = append(out.Results, measure(r, *runs, name, fail, func() (float64, error) {
+				return b.insertRate(ctx, *insertJobs, fast)
+			}))
 		}
 	}
 	if want["noop"] && *noopJobs > 0 {
@@ -159,34 +143,54 @@ func main() {
 				fail(fmt.Errorf("-workers %q: want positive integers", *workersFlag))
 			}
 			r := Result{Name: "noop", Jobs: *noopJobs, Workers: w, Unit: "jobs/s"}
-			for i := range *runs {
-				progress("noop %d workers run %d/%d: %d jobs", w, i+1, *runs, *noopJobs)
-				v, err := b.workRate(ctx, *noopJobs, w, func() river.JobArgs { return noopArgs{} })
-				if err != nil {
-					fail(fmt.Errorf("noop %d workers: %w", w, err))
-				}
-				r.Runs = append(r.Runs, v)
-			}
-			out.Results = append(out.Results, r)
+			out.Results = append(out.Results, measure(r, *runs, fmt.Sprintf("noop %d workers", w), fail, func() (float64, error) {
+				return b.workRate(ctx, *noopJobs, w, func() river.JobArgs { return noopArgs{} })
+			}))
 		}
 	}
 	if want["shell"] && *shellJobs > 0 {
 		r := Result{Name: "shell", Jobs: *shellJobs, Workers: *shellWorkers, Unit: "jobs/s"}
-		for i := range *runs {
-			progress("shell %d workers run %d/%d: %d jobs", *shellWorkers, i+1, *runs, *shellJobs)
-			v, err := b.workRate(ctx, *shellJobs, *shellWorkers, func() river.JobArgs { return shellArgs{Command: "true"} })
-			if err != nil {
-				fail(fmt.Errorf("shell: %w", err))
-			}
-			r.Runs = append(r.Runs, v)
-		}
-		out.Results = append(out.Results, r)
+		out.Results = append(out.Results, measure(r, *runs, fmt.Sprintf("shell %d workers", *shellWorkers), fail, func() (float64, error) {
+			return b.workRate(ctx, *shellJobs, *shellWorkers, func() river.JobArgs { return shellArgs{Command: "true"} })
+		}))
 	}
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(out); err != nil {
 		fail(err)
 	}
+}
+
+// measure runs one figure runs times and records each run in r; a failed
+// run ends the program through fail.
+func measure(r Result, runs int, label string, fail func(error), run func() (float64, error)) Result {
+	for i := range runs {
+		progress("%s run %d/%d: %d jobs", label, i+1, runs, r.Jobs)
+		v, err := run()
+		if err != nil {
+			fail(fmt.Errorf("%s: %w", label, err))
+		}
+		r.Runs = append(r.Runs, v)
+	}
+	return r
+}
+
+// printServerVersion prints the PostgreSQL server's version: a check that
+// the server named by url answers.
+func printServerVersion(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var v string
+	if err := conn.QueryRow(ctx, "SHOW server_version").Scan(&v); err != nil {
+		return err
+	}
+	fmt.Println(v)
+	return nil
 }
 
 func progress(format string, a ...any) {
