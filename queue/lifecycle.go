@@ -338,6 +338,12 @@ const (
 	DependentCancel                            // the dependency ended dead or cancelled (or is gone)
 )
 
+// DiscardReachesDependents reports whether deleting a job that was in
+// state s decides anything for the jobs waiting on it: a completed job has
+// released them already; any other state is a dependency that will now
+// never complete, so they are cancelled (DecideDependent with no state).
+func (s State) DiscardReachesDependents() bool { return s != StateCompleted }
+
 // DecideDependent says what the state s of dependency dep means for a job
 // waiting on it, with the reason recorded when the job is cancelled. An
 // empty s is a dependency that no longer exists (discarded).

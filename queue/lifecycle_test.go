@@ -196,4 +196,9 @@ func TestDecideAfter(t *testing.T) {
 	if act, reason := queue.DecideDependent("x", ""); act != queue.DependentCancel || reason != "dependency x was discarded" {
 		t.Errorf("discarded dependency: %v %q", act, reason)
 	}
+	for _, s := range queue.States() {
+		if got, want := s.DiscardReachesDependents(), s != queue.StateCompleted; got != want {
+			t.Errorf("discarding a %s job reaches its dependents: %v, want %v", s, got, want)
+		}
+	}
 }

@@ -115,14 +115,13 @@ func (s *Store) DiscardJobs(ctx context.Context, p queue.DiscardParams) ([]strin
 		var unfinished []string
 		var id, state string
 		if _, err := pgx.ForEachRow(rows, []any{&id, &state}, func() error {
-			if queue.State(state) != queue.StateCompleted {
+			if queue.State(state).DiscardReachesDependents() {
 				unfinished = append(unfinished, id)
 			}
 			return nil
 		}); err != nil {
 			return err
 		}
-		// Jobs waiting on a discarded job that had not completed are cancelled.
 		_, err = storekit.Settle(ctx, settleTx{tx}, unfinished, time.Now().UTC())
 		return err
 	})

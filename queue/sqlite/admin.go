@@ -84,12 +84,11 @@ func (s *Store) DiscardJobs(ctx context.Context, p queue.DiscardParams) ([]strin
 			if err := tx.QueryRowContext(ctx, `DELETE FROM jobs WHERE id = ? RETURNING state`, id).Scan(&state); err != nil {
 				return err
 			}
-			if queue.State(state) != queue.StateCompleted {
+			if queue.State(state).DiscardReachesDependents() {
 				unfinished = append(unfinished, id)
 			}
 		}
 		gone = ids
-		// Jobs waiting on a discarded job that had not completed are cancelled.
 		_, err = storekit.Settle(ctx, settleTx{tx}, unfinished, time.Now().UTC())
 		return err
 	})
