@@ -238,13 +238,8 @@ const reservedEnvPrefix = "QUEUECTL_"
 func (d *decoder) retry(attrs hcl.Attributes) Retry {
 	var r Retry
 	if attr, ok := attrs["max_retries"]; ok {
-		if n, valid := d.integer(attr); valid {
-			if n < 0 || n > maxRetriesLimit {
-				d.attrError(attr, "Invalid max_retries",
-					fmt.Sprintf("max_retries must be from 0 to %d, got %d.", maxRetriesLimit, n))
-			} else {
-				r.MaxRetries = &n
-			}
+		if n, valid := d.intIn(attr, 0, maxRetriesLimit, fmt.Sprintf("from 0 to %d", maxRetriesLimit)); valid {
+			r.MaxRetries = &n
 		}
 	}
 	if attr, ok := attrs["backoff_base"]; ok {
@@ -386,6 +381,17 @@ func (d *decoder) integer(attr *hcl.Attribute) (int, bool) {
 		return 0, false
 	}
 	return int(n), true
+}
+
+// intIn decodes attr as a whole number from lo to hi, or reports that it
+// must be within rng (the range as users read it, "at least 1").
+func (d *decoder) intIn(attr *hcl.Attribute, lo, hi int, rng string) (int, bool) {
+	n, valid := d.integer(attr)
+	if valid && (n < lo || n > hi) {
+		d.attrError(attr, "Invalid "+attr.Name, fmt.Sprintf("%s must be %s, got %d.", attr.Name, rng, n))
+		return 0, false
+	}
+	return n, valid
 }
 
 // duration accepts a duration string (ParseDuration) or a number of seconds.

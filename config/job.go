@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -124,13 +125,8 @@ func (d *decoder) jobPolicy(j *Job, attrs hcl.Attributes) {
 				`them all, or catch_up = "latest".`)
 	}
 	if attr, found := attrs["max_catch_up"]; found {
-		if n, valid := d.integer(attr); valid {
-			if n < 1 {
-				d.attrError(attr, "Invalid max_catch_up",
-					fmt.Sprintf("max_catch_up must be at least 1, got %d.", n))
-			} else {
-				j.MaxCatchUp = n
-			}
+		if n, valid := d.intIn(attr, 1, math.MaxInt, "at least 1"); valid {
+			j.MaxCatchUp = n
 		}
 	}
 	if attr, found := attrs["jitter"]; found {
@@ -143,13 +139,9 @@ func (d *decoder) jobPolicy(j *Job, attrs hcl.Attributes) {
 		}
 	}
 	if attr, found := attrs["priority"]; found {
-		if n, valid := d.integer(attr); valid {
-			if n < -maxPriorityLimit || n > maxPriorityLimit {
-				d.attrError(attr, "Invalid priority",
-					fmt.Sprintf("priority must be from %d to %d, got %d.", -maxPriorityLimit, maxPriorityLimit, n))
-			} else {
-				j.Priority = n
-			}
+		rng := fmt.Sprintf("from %d to %d", -maxPriorityLimit, maxPriorityLimit)
+		if n, valid := d.intIn(attr, -maxPriorityLimit, maxPriorityLimit, rng); valid {
+			j.Priority = n
 		}
 	}
 	if attr, found := attrs["unique"]; found {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -16,13 +17,8 @@ func (d *decoder) decodeQueue(b *hcl.Block, seen map[string]hcl.Range) (q Queue,
 	d.diags = append(d.diags, diags...)
 	q = Queue{Name: b.Labels[0], Concurrency: DefaultConcurrency}
 	if attr, found := content.Attributes["concurrency"]; found {
-		if n, valid := d.integer(attr); valid {
-			if n < 1 {
-				d.attrError(attr, "Invalid concurrency",
-					fmt.Sprintf("concurrency must be at least 1, got %d.", n))
-			} else {
-				q.Concurrency = n
-			}
+		if n, valid := d.intIn(attr, 1, math.MaxInt, "at least 1"); valid {
+			q.Concurrency = n
 		}
 	}
 	d.queueLimits(&q, content.Attributes)
@@ -33,13 +29,9 @@ func (d *decoder) decodeQueue(b *hcl.Block, seen map[string]hcl.Range) (q Queue,
 // queueLimits decodes a queue's global limits.
 func (d *decoder) queueLimits(q *Queue, attrs hcl.Attributes) {
 	if attr, found := attrs["max_running"]; found {
-		if n, valid := d.integer(attr); valid {
-			if n < 0 || n > maxRunningLimit {
-				d.attrError(attr, "Invalid max_running",
-					fmt.Sprintf("max_running must be from 0 (no limit) to %d, got %d.", maxRunningLimit, n))
-			} else {
-				q.MaxRunning = n
-			}
+		rng := fmt.Sprintf("from 0 (no limit) to %d", maxRunningLimit)
+		if n, valid := d.intIn(attr, 0, maxRunningLimit, rng); valid {
+			q.MaxRunning = n
 		}
 	}
 	if attr, found := attrs["rate_limit"]; found {
