@@ -210,6 +210,28 @@ func (h *harness) runJob(id string, outcome queue.Outcome, output string) {
 	}
 }
 
+// claim claims the only runnable job, which must be id, for worker w1
+// with an hour's lease.
+func (h *harness) claim(id string) *queue.Job {
+	h.t.Helper()
+	now := h.clock.now()
+	jobs, err := h.store.ClaimJobs(context.Background(), queue.ClaimParams{Worker: "w1", Limit: 1, Now: now, LeaseUntil: now.Add(time.Hour)})
+	if err != nil || len(jobs) != 1 || jobs[0].ID != id {
+		h.t.Fatalf("claim %s: %v %v", id, jobs, err)
+	}
+	return jobs[0]
+}
+
+// saveLive saves out as the live output of attempt 1 of id, as w1's.
+func (h *harness) saveLive(id, out string) {
+	h.t.Helper()
+	err := h.store.SaveLiveOutput(context.Background(), queue.LiveOutput{JobID: id, Worker: "w1", Attempt: 1, Output: []byte(out),
+		Written: int64(len(out)), UpdatedAt: h.clock.now()})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 // signIn signs in through the login form and returns the session cookie.
 func (h *harness) signIn(token string) *http.Cookie {
 	h.t.Helper()

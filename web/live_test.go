@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/queuectl/queuectl/queue"
 )
 
 // A running job's output so far streams as "live" events and shows on its
@@ -19,21 +17,10 @@ func TestLiveOutputOfARunningJob(t *testing.T) {
 		t.Run(sk.name, func(t *testing.T) {
 			h := newHarness(t, sk.open(t), adminToken, viewerToken)
 			h.enqueue(`{"id":"run","command":"long"}`)
-			ctx := context.Background()
-			now := h.clock.now()
-			jobs, err := h.store.ClaimJobs(ctx, queue.ClaimParams{Worker: "w1", Limit: 1, Now: now, LeaseUntil: now.Add(time.Hour)})
-			if err != nil || len(jobs) != 1 {
-				t.Fatalf("claim: %v %v", jobs, err)
-			}
-			save := func(out string) {
-				t.Helper()
-				err := h.store.SaveLiveOutput(ctx, queue.LiveOutput{JobID: "run", Worker: "w1", Attempt: 1, Output: []byte(out),
-					Written: int64(len(out)), UpdatedAt: now})
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
+			h.claim("run")
+			save := func(out string) { h.saveLive("run", out) }
 			save("step \x1b[1m1\x1b[0m <b>\n")
+			ctx := context.Background()
 
 			body, _ := h.page("/jobs/run", h.signIn(viewerToken))
 			if !strings.Contains(body, `id="output-live" data-attempt="1">step 1 &lt;b&gt;`) {

@@ -27,7 +27,7 @@ func (s *Server) routes() http.Handler {
 	get("/api/v1/stats", s.apiStats)
 	get("/api/v1/jobs", s.apiListJobs)
 	get("/api/v1/jobs/{id}", s.apiGetJob)
-	get("/api/v1/jobs/{id}/output", s.apiOutput)
+	mux.Handle("GET /api/v1/jobs/{id}/output", s.outputHandler())
 	mux.Handle("GET /api/v1/jobs/{id}/events", s.need(roleViewer, http.HandlerFunc(s.jobEvents)))
 	get("/api/v1/queues", s.apiQueues)
 	get("/api/v1/cron", s.apiCron)

@@ -9,8 +9,9 @@
 // needs no network at run time. Charts are SVG rendered on the server.
 //
 // Live output: workers save a running attempt's output (its last 64 KiB)
-// about once a second while it grows; the job page and the events stream
-// follow that, from any process on the same database.
+// about once a second while it grows; the job page, the events stream and
+// the output endpoint's follow mode follow that, from any process on the
+// same database.
 package web
 
 import (
@@ -38,6 +39,10 @@ type Config struct {
 	ViewerToken string
 	// Now is the clock (nil: the system clock).
 	Now func() time.Time
+	// Remainder completes a followed attempt's output once it ended
+	// (executor.Remainder; queue.FollowParams). nil: the recorded output
+	// past what was followed, without the cap's marker.
+	Remainder func(output []byte, dropped, seen int64) []byte
 }
 
 // Server serves the dashboard, API, metrics and health checks.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/queuectl/queuectl/executor"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/web"
 	"github.com/rs/zerolog"
@@ -100,7 +101,8 @@ func (a *app) startHTTP(ctx context.Context, log zerolog.Logger, st queue.Store,
 	if err != nil {
 		return nil, err
 	}
-	srv, err := web.New(web.Config{Store: st, Log: log, AdminToken: admin, ViewerToken: viewer, Now: a.now})
+	srv, err := web.New(web.Config{Store: st, Log: log, AdminToken: admin, ViewerToken: viewer, Now: a.now,
+		Remainder: executor.Remainder})
 	if err != nil {
 		return nil, err
 	}

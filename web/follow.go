@@ -1,0 +1,90 @@
+package web
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+// outputHandler serves GET /api/v1/jobs/{id}/output: an attempt's recorded
+// output, or with ?follow=1 the running attempt's output as it is printed
+// (followOutput). Both need the viewer role.
+func (s *Server) outputHandler() http.Handler {
+	recorded := s.api(roleViewer, s.apiOutput)
+	follow := s.need(roleViewer, http.HandlerFunc(s.followOutput))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f := r.URL.Query().Get("follow"); f != "" && f != "0" && f != "false" {
+			follow.ServeHTTP(w, r)
+			return
+		}
+		recorded.ServeHTTP(w, r)
+	})
+}
+
+// followOutput streams a job's output as text/plain, like `queuectl output
+// -f`: a running attempt's from its start, a pending job's attempt once it
+// starts, each write flushed; the answer ends when that attempt ends, with
+// the rest of its recorded output. A job neither running nor pending
+// answers its latest attempt's output at once. Workers save a running
+// attempt's output about once a second (queue.Follow).
+func (s *Server) followOutput(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if r.URL.Query().Has("attempt") {
+		s.fail(w, r, &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Field: "attempt",
+			Message: "follow takes no attempt: it follows the running one"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), eventMaxLife)
+	defer cancel()
+	j, err := s.cfg.Store.GetJob(ctx, id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set("X-Job-State", string(j.State))
+	w.WriteHeader(http.StatusOK)
+	out := &flushWriter{w: w, rc: http.NewResponseController(w)}
+	if out.flush() != nil {
+		return
+	}
+	remainder := s.cfg.Remainder
+	if remainder == nil {
+		remainder = func(output []byte, _, seen int64) []byte { return output[min(seen, int64(len(output))):] }
+	}
+	_, err = queue.Follow(ctx, s.cfg.Store, queue.FollowParams{JobID: id, Out: out, Remainder: remainder})
+	if err != nil && ctx.Err() == nil && !out.failed {
+		// The status is sent: the truncated answer is all the client learns.
+		s.cfg.Log.Warn().Err(err).Str("job_id", id).Msg("follow output failed")
+	}
+}
+
+// flushWriter sends each write to the client at once.
+type flushWriter struct {
+	w      io.Writer
+	rc     *http.ResponseController
+	failed bool // the client is gone
+}
+
+func (f *flushWriter) Write(b []byte) (int, error) {
+	f.rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	n, err := f.w.Write(b)
+	if err == nil {
+		err = f.flush()
+	}
+	f.failed = f.failed || err != nil
+	return n, err
+}
+
+func (f *flushWriter) flush() error {
+	f.rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	err := f.rc.Flush()
+	f.failed = f.failed || err != nil
+	return err
+}

@@ -1,0 +1,125 @@
+package web
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+// GET /api/v1/jobs/{id}/output?follow=1 streams a running attempt's output
+// from its start as workers save it, and ends with the rest of the
+// recorded output when the attempt ends.
+func TestFollowOutputOfARunningJob(t *testing.T) {
+	for _, sk := range stores() {
+		t.Run(sk.name, func(t *testing.T) {
+			h := newHarness(t, sk.open(t), adminToken, viewerToken)
+			h.enqueue(`{"id":"run","command":"long"}`)
+			job := h.claim("run")
+			save := func(out string) { h.saveLive("run", out) }
+			save("step 1\n")
+
+			srv := httptest.NewServer(h.srv.Handler())
+			defer srv.Close()
+			res := followRequest(t, srv.URL+"/api/v1/jobs/run/output?follow=1", viewerToken)
+			defer res.Body.Close()
+			if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+				t.Fatalf("status %d, content type %q", res.StatusCode, res.Header.Get("Content-Type"))
+			}
+			lines := bufio.NewReader(res.Body)
+			next := func(want string) {
+				t.Helper()
+				got, err := lines.ReadString('\n')
+				if got != want {
+					t.Fatalf("read %q (%v), want %q", got, err, want)
+				}
+			}
+			next("step 1\n")
+			save("step 1\nstep 2\n")
+			next("step 2\n")
+
+			code := 0
+			now := h.clock.now()
+			end := queue.End{Outcome: queue.OutcomeSucceeded, ExitCode: &code, Started: now, Finished: now.Add(time.Second),
+				Output: []byte("step 1\nstep 2\ndone\n")}
+			f := queue.RetryPolicy{}.Decide(job, "w1", end, end.Finished)
+			if _, err := h.store.FinishJobs(context.Background(), []queue.Finish{f}); err != nil {
+				t.Fatal(err)
+			}
+			rest, err := io.ReadAll(lines)
+			if err != nil || string(rest) != "done\n" {
+				t.Errorf("after the attempt ended: %q, %v; want the rest of its output, then the end", rest, err)
+			}
+		})
+	}
+}
+
+// On a finished job the follow answers its latest attempt's output and
+// ends; the viewer role may follow, no token may not, and an unknown job is
+// a 404 before anything streams.
+func TestFollowOutputOfAFinishedJob(t *testing.T) {
+	for _, sk := range stores() {
+		t.Run(sk.name, func(t *testing.T) {
+			h := newHarness(t, sk.open(t), adminToken, viewerToken)
+			h.enqueue(`{"id":"done","command":"true"}`)
+			h.runJob("done", queue.OutcomeSucceeded, "all of it\n")
+
+			rec := h.must(req{path: "/api/v1/jobs/done/output?follow=1", token: viewerToken}, http.StatusOK)
+			if got := rec.Body.String(); got != "all of it\n" {
+				t.Errorf("body %q", got)
+			}
+			if got := rec.Header().Get("X-Job-State"); got != "completed" {
+				t.Errorf("X-Job-State %q", got)
+			}
+			if code := errCode(t, h.must(req{path: "/api/v1/jobs/done/output?follow=1"}, http.StatusUnauthorized)).Code; code != codeUnauthorized {
+				t.Errorf("no token: code %q", code)
+			}
+			if code := errCode(t, h.must(req{path: "/api/v1/jobs/nope/output?follow=1", token: viewerToken}, http.StatusNotFound)).Code; code != codeNotFound {
+				t.Errorf("unknown job: code %q", code)
+			}
+			if f := errCode(t, h.must(req{path: "/api/v1/jobs/done/output?follow=1&attempt=1", token: viewerToken}, http.StatusBadRequest)).Field; f != "attempt" {
+				t.Errorf("follow with attempt: field %q", f)
+			}
+		})
+	}
+}
+
+// A follow of a pending job answers at once and waits for its attempt.
+func TestFollowOutputOfAPendingJob(t *testing.T) {
+	h := tokens(t)
+	h.enqueue(`{"id":"later","command":"true"}`)
+	srv := httptest.NewServer(h.srv.Handler())
+	defer srv.Close()
+	res := followRequest(t, srv.URL+"/api/v1/jobs/later/output?follow=true", viewerToken)
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK || res.Header.Get("X-Job-State") != "pending" {
+		t.Fatalf("status %d, state %q", res.StatusCode, res.Header.Get("X-Job-State"))
+	}
+	h.runJob("later", queue.OutcomeSucceeded, "ran\n")
+	if b, err := io.ReadAll(res.Body); err != nil || string(b) != "ran\n" {
+		t.Errorf("body %q, %v", b, err)
+	}
+}
+
+// followRequest starts a follow; the test's deadline bounds it.
+func followRequest(t *testing.T, url, token string) *http.Response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	r, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	r.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("content type %q", res.Header.Get("Content-Type"))
+	}
+	return res
+}
