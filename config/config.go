@@ -93,6 +93,8 @@ type Retry struct {
 	// Outcome hooks: shell commands run after a job's outcome is recorded
 	// ("" is unset). The most specific block that sets one wins.
 	OnSuccess, OnFailure, OnDead string
+	// HookTimeout bounds each hook; nil: unset (30s when no block sets it).
+	HookTimeout *time.Duration
 }
 
 // Queue is a queue block.
@@ -206,6 +208,9 @@ func (r Retry) Or(fallback Retry) Retry {
 	}
 	if r.Timeout == nil {
 		r.Timeout = fallback.Timeout
+	}
+	if r.HookTimeout == nil {
+		r.HookTimeout = fallback.HookTimeout
 	}
 	for _, h := range []struct {
 		dst *string

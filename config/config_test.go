@@ -574,6 +574,8 @@ func TestValueErrors(t *testing.T) {
 	}{
 		{"timeout over 30d", "defaults {\n  timeout = \"31d\"\n}", "Invalid timeout"},
 		{"negative timeout", "defaults {\n  timeout = -1\n}", "Invalid timeout"},
+		{"zero hook_timeout", "defaults {\n  hook_timeout = 0\n}", "Invalid hook_timeout"},
+		{"hook_timeout over 24h", "queue \"q\" {\n  hook_timeout = \"25h\"\n}", "Invalid hook_timeout"},
 		{"zero max_backoff", "defaults {\n  max_backoff = 0\n}", "Invalid max_backoff"},
 		{"max_retries over limit", "defaults {\n  max_retries = 1001\n}", "Invalid max_retries"},
 		{"backoff_base over limit", "defaults {\n  backoff_base = 101\n}", "Invalid backoff_base"},
@@ -730,6 +732,47 @@ func TestRetryOr(t *testing.T) {
 	want := Retry{Timeout: ptr(time.Minute), MaxRetries: ptr(1), BackoffBase: ptr(2.0)}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Or = %s, want %s", fmtRetry(got), fmtRetry(want))
+	}
+}
+
+// hook_timeout may be set in defaults, queue and job blocks; the most
+// specific one wins, like the hooks themselves.
+func TestHookTimeout(t *testing.T) {
+	f := parseOK(t, `
+defaults {
+  hook_timeout = "10s"
+}
+queue "slow" {
+  hook_timeout = "2m"
+}
+queue "plain" {}
+job "j" {
+  queue        = "slow"
+  schedule     = "@daily"
+  command      = "true"
+  hook_timeout = "500ms"
+}
+job "k" {
+  queue    = "slow"
+  schedule = "@daily"
+  command  = "true"
+}
+`, Options{})
+	for _, tc := range []struct {
+		queue string
+		job   Retry
+		want  time.Duration
+	}{
+		{"slow", f.Jobs[0].Retry, 500 * time.Millisecond},
+		{"slow", f.Jobs[1].Retry, 2 * time.Minute},
+		{"plain", Retry{}, 10 * time.Second},
+	} {
+		if got := f.RetryFor(tc.queue, tc.job).HookTimeout; got == nil || *got != tc.want {
+			t.Errorf("queue %s: hook_timeout %v, want %v", tc.queue, got, tc.want)
+		}
+	}
+	if got := parseOK(t, `defaults {}`, Options{}).Defaults.HookTimeout; got != nil {
+		t.Errorf("unset hook_timeout = %v, want nil", *got)
 	}
 }
 

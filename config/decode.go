@@ -40,6 +40,7 @@ func withRetry(attrs ...hcl.AttributeSchema) []hcl.AttributeSchema {
 		hcl.AttributeSchema{Name: "on_success"},
 		hcl.AttributeSchema{Name: "on_failure"},
 		hcl.AttributeSchema{Name: "on_dead"},
+		hcl.AttributeSchema{Name: "hook_timeout"},
 	)
 }
 
@@ -72,6 +73,7 @@ const (
 	backoffBaseMax   = 100.0
 	maxBackoffLimit  = 30 * 24 * time.Hour
 	maxTimeoutLimit  = 30 * 24 * time.Hour
+	maxHookTimeout   = 24 * time.Hour // a hook holds its worker's slot
 	maxPriorityLimit = 1_000_000
 	maxNameLen       = 200
 )
@@ -269,6 +271,16 @@ func (d *decoder) retry(attrs hcl.Attributes) Retry {
 					fmt.Sprintf("timeout must be 0 (no timeout) or from 1ms to 30d, got %s.", v))
 			} else {
 				r.Timeout = &v
+			}
+		}
+	}
+	if attr, ok := attrs["hook_timeout"]; ok {
+		if v, valid := d.duration(attr); valid {
+			if v < time.Millisecond || v > maxHookTimeout {
+				d.attrError(attr, "Invalid hook_timeout",
+					fmt.Sprintf("hook_timeout must be from 1ms to 24h, got %s.", v))
+			} else {
+				r.HookTimeout = &v
 			}
 		}
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // HookTimeout is how long an outcome hook may run before its process group
-// is stopped.
+// is stopped, unless its Hooks.Timeout says otherwise.
 const HookTimeout = 30 * time.Second
 
 // hook is one outcome hook to run.
@@ -44,7 +44,7 @@ func (h Hooks) hooksFor(s State) []hook {
 // runHooks runs the hooks of an outcome this engine recorded (finish f of
 // attempt j.Attempts of j), each in the job's directory with the job's
 // environment and QUEUECTL_STATE and QUEUECTL_EXIT_CODE, under
-// HookTimeout. A hook's failure is logged; the job stays as recorded.
+// the hooks' timeout. A hook's failure is logged; the job stays as recorded.
 func (e *Engine) runHooks(log zerolog.Logger, j *Job, f Finish) {
 	hooks := j.Hooks.hooksFor(f.State)
 	if len(hooks) == 0 {
@@ -55,9 +55,12 @@ func (e *Engine) runHooks(log zerolog.Logger, j *Job, f Finish) {
 		exit = strconv.Itoa(*f.ExitCode)
 	}
 	env := append(j.Environ(), "QUEUECTL_STATE="+string(f.State), "QUEUECTL_EXIT_CODE="+exit)
+	limit := j.Hooks.RunTimeout()
 	for _, h := range hooks {
-		ctx, cancel := context.WithTimeout(context.Background(), HookTimeout+time.Second)
-		res := e.runner.Run(ctx, RunSpec{Command: h.command, Env: env, Dir: j.Dir, Timeout: HookTimeout})
+		// The runner stops the hook's process group at limit; the context
+		// is only a backstop.
+		ctx, cancel := context.WithTimeout(context.Background(), limit+time.Second)
+		res := e.runner.Run(ctx, RunSpec{Command: h.command, Env: env, Dir: j.Dir, Timeout: limit})
 		cancel()
 		ev := log.Debug()
 		if res.StartErr != nil || res.TimedOut || res.ExitCode != 0 {

@@ -258,11 +258,13 @@ func (w *WorkerInfo) MarshalJSON() ([]byte, error) {
 
 // Hooks are shell commands run after an outcome is recorded: OnSuccess
 // when the job completed, OnFailure after each failed attempt, OnDead when
-// it ended dead. "" runs nothing.
+// it ended dead. "" runs nothing. Timeout bounds each (0: HookTimeout); it
+// is stored in nanoseconds.
 type Hooks struct {
-	OnSuccess string `json:"on_success,omitempty"`
-	OnFailure string `json:"on_failure,omitempty"`
-	OnDead    string `json:"on_dead,omitempty"`
+	OnSuccess string        `json:"on_success,omitempty"`
+	OnFailure string        `json:"on_failure,omitempty"`
+	OnDead    string        `json:"on_dead,omitempty"`
+	Timeout   time.Duration `json:"timeout,omitempty"`
 }
 
 // Or fills the hooks h leaves unset from fallback: the most specific
@@ -277,8 +279,19 @@ func (h Hooks) Or(fallback Hooks) Hooks {
 	if h.OnDead == "" {
 		h.OnDead = fallback.OnDead
 	}
+	if h.Timeout == 0 {
+		h.Timeout = fallback.Timeout
+	}
 	return h
 }
 
-// IsZero reports whether no hook is set.
-func (h Hooks) IsZero() bool { return h == Hooks{} }
+// IsZero reports whether no hook is set (a timeout alone runs nothing).
+func (h Hooks) IsZero() bool { return h.OnSuccess == "" && h.OnFailure == "" && h.OnDead == "" }
+
+// RunTimeout is how long each hook may run: Timeout, else HookTimeout.
+func (h Hooks) RunTimeout() time.Duration {
+	if h.Timeout > 0 {
+		return h.Timeout
+	}
+	return HookTimeout
+}

@@ -427,13 +427,20 @@ func TestE2ETimeoutKillsProcessTree(t *testing.T) {
 	if len(j.History) != 1 || j.History[0].Outcome != "timed_out" || !strings.Contains(*j.Error, "timed out") {
 		t.Fatalf("timed out job: %+v", j)
 	}
+	checkGroupGone(t, pidFile, "the timed-out job")
+}
+
+// checkGroupGone fails unless the process group whose id a command wrote
+// to pidFile has no process left.
+func checkGroupGone(t *testing.T, pidFile, what string) {
+	t.Helper()
 	b, _ := os.ReadFile(pidFile)
 	pgid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	if pgid <= 1 {
 		t.Fatalf("no pgid recorded: %q", b)
 	}
 	if members, _ := proc.GroupMembers(pgid); len(members) != 0 {
-		t.Fatalf("processes of the timed-out job survive: %v", members)
+		t.Fatalf("processes of %s survive: %v", what, members)
 	}
 }
 

@@ -221,6 +221,9 @@ func (a *app) printJob(j *queue.Job, hist []*queue.Attempt) error {
 			rows = append(rows, h)
 		}
 	}
+	if !j.Hooks.IsZero() {
+		rows = append(rows, [2]string{"hook_timeout", queue.FormatDuration(j.Hooks.RunTimeout())})
+	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s:\t%s\n", r[0], printable(r[1]))
 	}

@@ -113,7 +113,15 @@ func queueConfigs(f *config.File) []queue.QueueConfig {
 
 func overrides(r config.Retry) queue.Overrides {
 	return queue.Overrides{MaxRetries: r.MaxRetries, BackoffBase: r.BackoffBase, MaxBackoff: r.MaxBackoff, Timeout: r.Timeout,
-		Hooks: queue.Hooks{OnSuccess: r.OnSuccess, OnFailure: r.OnFailure, OnDead: r.OnDead}}
+		Hooks: queue.Hooks{OnSuccess: r.OnSuccess, OnFailure: r.OnFailure, OnDead: r.OnDead, Timeout: hookTimeout(r.HookTimeout)}}
+}
+
+// hookTimeout is a file's hook_timeout, 0 when unset (queue.HookTimeout).
+func hookTimeout(d *time.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	return *d
 }
 
 // applyFile writes the file's queues and templates to the store.
