@@ -266,7 +266,11 @@ func (a *app) withStore(cmd *cobra.Command, fn func(ctx context.Context, st queu
 		return err
 	}
 	defer st.Close()
-	return fn(ctx, st)
+	err = fn(ctx, st)
+	if log, lerr := a.logger(a.stderr); lerr == nil {
+		logWriteStats(log.Debug(), st)
+	}
+	return err
 }
 
 // logger builds the structured logger for long-running commands.

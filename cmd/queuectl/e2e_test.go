@@ -757,3 +757,42 @@ func TestE2EForegroundInterruptWhileStarting(t *testing.T) {
 		t.Fatalf("foreground workers did not stop:\n%s", logs.String())
 	}
 }
+
+// A worker logs what it cost when it exits, and any command its store's
+// writes at debug level: operators read the write lock's share from them.
+func TestE2EWorkerAndEnqueueLogTheirCost(t *testing.T) {
+	c := newCLI(t)
+	c.ok("migrate") // so that the enqueue is the one write
+	_, errOut, code := c.run("--log-level", "debug", "--log-format", "json", "enqueue", "--id", "a", "--command", "true")
+	if code != 0 || !strings.Contains(errOut, `"message":"store write stats"`) || !strings.Contains(errOut, `"write_transactions":1,`) {
+		t.Fatalf("enqueue at debug level: exit %d, log %q", code, errOut)
+	}
+	c.ok("worker", "start")
+	c.waitState("a", "completed", 20*time.Second)
+	c.ok("worker", "stop")
+	var stats map[string]any
+	var b []byte
+	// The line comes after the worker has unregistered, as it exits.
+	waitFor(t, "the worker's process stats line", 20*time.Second, func() bool {
+		logs, _ := filepath.Glob(filepath.Join(c.home, "logs", "worker-*.log"))
+		if len(logs) != 1 {
+			return false
+		}
+		b, _ = os.ReadFile(logs[0])
+		for _, line := range strings.Split(string(b), "\n") {
+			var l map[string]any
+			if json.Unmarshal([]byte(line), &l) == nil && l["message"] == "process stats" {
+				stats = l
+			}
+		}
+		return stats != nil
+	})
+	for _, k := range []string{"cpu_user_ms", "cpu_system_ms", "children_cpu_user_ms", "children_cpu_system_ms", "write_transactions", "write_wait_ms", "write_lock_ms"} {
+		if _, ok := stats[k].(float64); !ok {
+			t.Fatalf("worker stats line lacks %s: %v (log %s)", k, stats, b)
+		}
+	}
+	if stats["write_transactions"].(float64) < 2 {
+		t.Fatalf("a worker that ran a job wrote at least a claim and an outcome: %v", stats)
+	}
+}

@@ -278,6 +278,7 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 		return err
 	}
 	defer st.Close()
+	defer logProcessStats(log, st) // what the service cost, as it exits
 	// The dashboard and API (http block) listen before work starts, so a
 	// busy port fails the service at once.
 	httpCtx, stopHTTP := context.WithCancel(ctx)

@@ -140,7 +140,9 @@ func (a *app) runWorker(ctx context.Context, o *workerOptions) error {
 		Lanes: []queue.Lane{{Queues: o.queues, Slots: o.slots}},
 		Lease: o.lease, Poll: o.poll, Log: log, Retry: retry, Host: a.hostName(), Processes: proc.Host{},
 	})
-	return supervise.Serve(ctx, log, o.grace, eng.Start, eng.Stop, eng.StopRequested())
+	err = supervise.Serve(ctx, log, o.grace, eng.Start, eng.Stop, eng.StopRequested())
+	logProcessStats(log, st)
+	return err
 }
 
 // maxConcurrency bounds --concurrency: each slot may hold a shell.

@@ -48,6 +48,9 @@ type Config struct {
 	ScaleFinished  int           // finished jobs in the large table
 	ScalePending   int           // pending jobs in the large table
 	RateFor        time.Duration // how long the ratelimit scenario counts starts
+	LoadWorkers    int           // worker processes of the enqueue-load scenario
+	LoadEnqueuers  int           // concurrent `queuectl enqueue` loops of enqueue-load
+	LoadFor        time.Duration // how long enqueue-load runs its enqueuers
 	Only           []string      // run only these scenarios (names); empty = all
 	Progress       io.Writer     // progress lines; nil = none
 }
@@ -58,6 +61,7 @@ func Defaults() Config {
 		Runs: 3, EnqueueJobs: 100_000, EngineJobs: 20_000, ShellJobs: 2_000, Workers: 2,
 		LatencySamples: 200, IdleWorkers: 4, IdleFor: 30 * time.Second,
 		ScaleFinished: 1_000_000, ScalePending: 100_000, RateFor: 20 * time.Second,
+		LoadWorkers: 16, LoadEnqueuers: 48, LoadFor: 20 * time.Second,
 	}
 }
 
@@ -67,6 +71,7 @@ func Quick() Config {
 		Runs: 1, EnqueueJobs: 5_000, EngineJobs: 2_000, ShellJobs: 200, Workers: 2,
 		LatencySamples: 20, IdleWorkers: 2, IdleFor: 2 * time.Second,
 		ScaleFinished: 20_000, ScalePending: 5_000, RateFor: 3 * time.Second,
+		LoadWorkers: 4, LoadEnqueuers: 8, LoadFor: 3 * time.Second,
 	}
 }
 
@@ -114,6 +119,7 @@ var scenarios = []scenario{
 	{"scale", (*runner).scale},
 	{"limits", (*runner).limits},
 	{"ratelimit", (*runner).ratelimit},
+	{"enqueue-load", (*runner).enqueueLoad},
 }
 
 // Scenarios lists the scenario names in the order they run.

@@ -28,6 +28,8 @@
 //     media, or a disk too full for the -shm file) opens read-only; writes
 //     then fail at once naming the database (readonly.go). A write that
 //     runs out of space fails as "disk full" and is rolled back.
+//   - Each store counts its write transactions and the time it waited for
+//     and held the write lock (WriteStats).
 //   - Bulk imports stage their jobs hidden, a chunk per transaction, and
 //     publish them after one short commit; an importer's flock tells the
 //     next process whether to finish or drop an import left behind (bulk.go).
@@ -65,6 +67,8 @@ type Store struct {
 
 	wake   *waker
 	events *waker // job events: attempts ended, output appended
+
+	writeStats writeCounters
 }
 
 // busyWait bounds how long a write waits for other processes' write locks.
@@ -116,6 +120,7 @@ func (s *Store) write(ctx context.Context, full bool, fn func(tx *sql.Tx) error)
 		return err
 	}
 	ctx = context.WithoutCancel(ctx)
+	asked := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -136,7 +141,7 @@ func (s *Store) write(ctx context.Context, full bool, fn func(tx *sql.Tx) error)
 	var err error
 	start := time.Now()
 	for try := 1; ; try++ {
-		err = s.tryWrite(ctx, full, fn)
+		err = s.tryWrite(ctx, full, asked, fn)
 		if errors.Is(err, errNotFull) && try < 3 {
 			if err = s.setSync(ctx, "FULL"); err == nil {
 				continue
@@ -164,11 +169,13 @@ func (s *Store) setSync(ctx context.Context, mode string) error {
 	return nil
 }
 
-func (s *Store) tryWrite(ctx context.Context, full bool, fn func(tx *sql.Tx) error) error {
+func (s *Store) tryWrite(ctx context.Context, full bool, asked time.Time, fn func(tx *sql.Tx) error) error {
 	tx, err := s.writeDB.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
+	begun := time.Now()
+	defer func() { s.writeStats.add(asked, begun, time.Now()) }()
 	if full {
 		var level int
 		if err := tx.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&level); err != nil || level < 2 {

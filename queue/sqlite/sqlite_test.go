@@ -143,3 +143,32 @@ func TestFilesAreOwnerOnly(t *testing.T) {
 		}
 	}
 }
+
+// WriteStats counts every write transaction with the time its lock was
+// held; a failed write that began counts too, one that was refused does not.
+func TestWriteStatsCountTransactions(t *testing.T) {
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "queue.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before := s.WriteStats()
+	for i := range 3 {
+		if err := s.SetConfig(context.Background(), "max-retries", strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := s.WriteStats()
+	if n := after.Transactions - before.Transactions; n != 3 {
+		t.Fatalf("3 writes counted as %d transactions", n)
+	}
+	if after.Held <= before.Held || after.Waited < before.Waited {
+		t.Fatalf("held %v -> %v, waited %v -> %v: the lock was held and never waited for less", before.Held, after.Held, before.Waited, after.Waited)
+	}
+	cancelled, stop := context.WithCancel(context.Background())
+	stop()
+	s.SetConfig(cancelled, "max-retries", "9")
+	if got := s.WriteStats().Transactions; got != after.Transactions {
+		t.Fatalf("a refused write counted: %d transactions, want %d", got, after.Transactions)
+	}
+}
