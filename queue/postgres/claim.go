@@ -75,15 +75,34 @@ func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Jo
 	if len(limited) > 0 {
 		jobs, err = s.claimLimited(ctx, p, limited)
 	} else {
-		var rows pgx.Rows
-		if rows, err = s.pool.Query(ctx, claimSQL(p.Queues, p.Limit), claimArgs(p)...); err == nil {
-			jobs, err = scanClaimed(rows)
-		}
+		jobs, err = s.claim(ctx, p)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("claim jobs: %w", err)
 	}
 	return jobs, nil
+}
+
+// claim runs the claim statement in a worker transaction (worktx.go): one
+// pipelined batch, one round trip.
+func (s *Store) claim(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
+	b := &pgx.Batch{}
+	b.Queue(asyncCommit)
+	b.Queue(claimSQL(p.Queues, p.Limit), claimArgs(p)...)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := scanClaimed(rows)
+	if err != nil {
+		return nil, err
+	}
+	return jobs, br.Close()
 }
 
 // scanClaimed reads claimed jobs (their columns, then seq) in claim order:

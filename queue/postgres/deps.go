@@ -10,7 +10,7 @@ import (
 )
 
 // settleTx runs storekit.Settle's steps in one transaction.
-type settleTx struct{ tx pgx.Tx }
+type settleTx struct{ tx conn }
 
 // WaitingDependents locks each waiting job (FOR UPDATE, in id order): when
 // two of its dependencies finish at once, the second settle waits for the

@@ -1,6 +1,9 @@
 package postgres
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // ClaimSQL and ClaimArgs expose the claim statement for the plan test.
 var (
@@ -14,4 +17,11 @@ func SetListenIdle(d time.Duration) (restore func()) {
 	old := listenIdle
 	listenIdle = d
 	return func() { listenIdle = old }
+}
+
+// Setting reads a setting on a connection of the store's pool.
+func (s *Store) Setting(ctx context.Context, name string) (string, error) {
+	var v string
+	err := s.pool.QueryRow(ctx, `SELECT current_setting($1)`, name).Scan(&v)
+	return v, err
 }

@@ -31,16 +31,18 @@ const finishJob = `WITH u AS (
 		$18::text, $19::bytea, $20::bigint
 	FROM u`
 
-// FinishJobs implements queue.Store.
+// FinishJobs implements queue.Store. It is a worker transaction
+// (worktx.go): the finishes and the check for dependents go in one
+// pipelined batch behind BEGIN, the wake-ups in front of COMMIT.
 func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, error) {
 	applied := make([]bool, len(fs))
 	if len(fs) == 0 {
 		return applied, nil
 	}
 	runnable := false
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.pipelinedTx(ctx, func(c conn) (*pgx.Batch, error) {
 		runnable = false
-		b := &pgx.Batch{}
+		b := beginBatch()
 		for _, f := range fs {
 			r := f.Record
 			cState, cErr := f.IfCancelRequested()
@@ -55,25 +57,12 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 			ids[i] = f.JobID
 		}
 		b.Queue(hasDependents, ids)
-		br := tx.SendBatch(ctx, b)
+		dependents, err := sendFinishes(ctx, c, b, fs, applied)
+		if err != nil {
+			return nil, err
+		}
 		for i, f := range fs {
-			tag, err := br.Exec()
-			if err != nil {
-				br.Close()
-				return err
-			}
-			applied[i] = tag.RowsAffected() > 0
-			if applied[i] && f.State.Runnable() {
-				runnable = true
-			}
-		}
-		var dependents bool
-		if err := br.QueryRow().Scan(&dependents); err != nil {
-			br.Close()
-			return err
-		}
-		if err := br.Close(); err != nil {
-			return err
+			runnable = runnable || applied[i] && f.State.Runnable()
 		}
 		if dependents { // the jobs waiting on these learn how they ended
 			var ended []string
@@ -82,22 +71,20 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 					ended = append(ended, f.JobID)
 				}
 			}
-			released, err := storekit.Settle(ctx, settleTx{tx}, ended, fs[0].Now)
+			released, err := storekit.Settle(ctx, settleTx{c}, ended, fs[0].Now)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			runnable = runnable || released
 		}
+		last := &pgx.Batch{}
 		if slices.Contains(applied, true) {
-			if _, err := tx.Exec(ctx, notifySQL, s.eventsChannel); err != nil {
-				return err
-			}
+			last.Queue(notifySQL, s.eventsChannel)
 		}
 		if runnable {
-			_, err := tx.Exec(ctx, notifySQL, s.channel)
-			return err
+			last.Queue(notifySQL, s.channel)
 		}
-		return nil
+		return last, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("finish jobs: %w", err)
@@ -106,4 +93,26 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 		s.wake.broadcast()
 	}
 	return applied, nil
+}
+
+// sendFinishes sends FinishJobs' first batch, sets which finishes applied
+// and reports whether any of the jobs has dependents.
+func sendFinishes(ctx context.Context, c conn, b *pgx.Batch, fs []queue.Finish, applied []bool) (bool, error) {
+	br := c.SendBatch(ctx, b)
+	defer br.Close()
+	if err := opened(br); err != nil {
+		return false, err
+	}
+	for i := range fs {
+		tag, err := br.Exec()
+		if err != nil {
+			return false, err
+		}
+		applied[i] = tag.RowsAffected() > 0
+	}
+	var dependents bool
+	if err := br.QueryRow().Scan(&dependents); err != nil {
+		return false, err
+	}
+	return dependents, br.Close()
 }

@@ -14,7 +14,8 @@ import (
 // Heartbeat implements queue.Store.
 func (s *Store) Heartbeat(ctx context.Context, p queue.HeartbeatParams) (queue.HeartbeatResult, error) {
 	var res queue.HeartbeatResult
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	// A worker transaction: it commits without waiting for the WAL flush (worktx.go).
+	err := pgx.BeginTxFunc(ctx, s.pool, asyncTx, func(tx pgx.Tx) error {
 		res = queue.HeartbeatResult{}
 		// Leases and heartbeats run on the database's clock
 		// (queue.DatabaseClock): only the lease's length comes from the worker.

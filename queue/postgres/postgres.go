@@ -16,8 +16,11 @@
 //     them to processing, so concurrent claimers on any host never get the
 //     same job and never wait for each other's rows. Partial indexes match
 //     the claim's filter and order.
-//   - Every transaction commits with the server's synchronous_commit
-//     setting (durable by default), including worker state changes.
+//   - Enqueues and operators' changes commit with the server's
+//     synchronous_commit setting (durable by default). Worker state
+//     changes (claims, outcomes, lease renewals) commit without waiting
+//     for the WAL flush: a server crash can take them back, and the job
+//     then runs again (worktx.go).
 //   - Wake-ups: transactions that make work runnable send
 //     pg_notify on a channel named after the schema, and one dedicated
 //     connection per process (not from the pool) LISTENs on it, reconnecting
