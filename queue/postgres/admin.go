@@ -288,7 +288,7 @@ func (s *Store) RequestStop(ctx context.Context, ids []string) error {
 
 // GetConfig implements queue.Store.
 func (s *Store) GetConfig(ctx context.Context) (map[string]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT key, value FROM config`)
+	rows, err := s.pool.Query(ctx, `SELECT key, value FROM config`, pgx.QueryExecModeSimpleProtocol) // as Queues
 	if err != nil {
 		return nil, fmt.Errorf("get config: %w", err)
 	}

@@ -49,8 +49,8 @@ func jsonMap(m map[string]string) []byte {
 const insertShapedJob = insertJob + ` ON CONFLICT (unique_key)
 	WHERE unique_key IS NOT NULL AND state NOT IN ('completed', 'dead', 'cancelled') DO NOTHING`
 
-// InsertJobs implements queue.Store. Plain jobs go in one pipelined batch
-// inside one transaction; a taken id rolls back the whole batch. A batch
+// InsertJobs implements queue.Store. Plain jobs go in one pipelined batch,
+// one transaction; a taken id rolls back the whole batch. A batch
 // with a job that has a unique key or dependencies goes one statement at a
 // time, so that each job sees the ones before it.
 func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
@@ -62,12 +62,15 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 		j.ExistingID = ""
 		plain = plain && storekit.Plain(j)
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if !plain {
-			return s.insertShaped(ctx, tx, jobs)
-		}
-		return sendInserts(ctx, tx, jobs, s.channel)
-	})
+	var err error
+	if plain {
+		// A pipelined batch is one implicit transaction (it ends at the
+		// batch's one Sync): all or nothing, without BEGIN and COMMIT
+		// round trips.
+		err = sendInserts(ctx, s.pool, jobs, s.channel)
+	} else {
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.insertShaped(ctx, tx, jobs) })
+	}
 	if err != nil {
 		return fmt.Errorf("insert jobs: %w", err)
 	}
@@ -75,9 +78,9 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 	return nil
 }
 
-// sendInserts inserts pending jobs in tx as one pipelined batch, then
-// notifies channel unless it is "".
-func sendInserts(ctx context.Context, tx pgx.Tx, jobs []*queue.Job, channel string) error {
+// sendInserts inserts pending jobs as one pipelined batch, then notifies
+// channel unless it is "".
+func sendInserts(ctx context.Context, tx conn, jobs []*queue.Job, channel string) error {
 	b := &pgx.Batch{}
 	for _, j := range jobs {
 		b.Queue(insertJob, insertArgs(j, "")...)

@@ -125,6 +125,24 @@ func LatestVersion() int {
 
 type beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// quickVersion reads the current schema and its version in one round trip
+// (simple protocol: nothing to prepare), so that opening an up-to-date
+// database, as every short-lived command does, costs one statement. It
+// answers only when the current schema has a schema_version table the
+// search path resolves to; otherwise ok is false and migrate looks in
+// detail.
+func quickVersion(ctx context.Context, db beginner) (schema string, version int, ok bool) {
+	var v *int
+	err := db.QueryRow(ctx, `SELECT current_schema(), (SELECT max(version) FROM schema_version)
+		WHERE to_regclass('schema_version') = to_regclass(quote_ident(current_schema()) || '.schema_version')`,
+		pgx.QueryExecModeSimpleProtocol).Scan(&schema, &v)
+	if err != nil || v == nil {
+		return "", 0, false
+	}
+	return schema, *v, true
 }
 
 // migrate applies the pending migrations in one transaction that holds an
@@ -138,6 +156,9 @@ func migrate(ctx context.Context, db beginner) (schema string, applied int, err 
 		return "", 0, err
 	}
 	latest := len(names)
+	if schema, version, ok := quickVersion(ctx, db); ok && version == latest {
+		return schema, 0, nil
+	}
 	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		applied = 0
 		var current *string

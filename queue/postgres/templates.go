@@ -45,8 +45,10 @@ func (s *Store) ApplyQueues(ctx context.Context, qs []queue.QueueConfig) error {
 
 // Queues implements queue.Store.
 func (s *Store) Queues(ctx context.Context) ([]queue.QueueConfig, error) {
+	// Simple protocol: one round trip, nothing to prepare (a command reads
+	// this once per process).
 	rows, err := s.pool.Query(ctx, `SELECT name, concurrency, max_retries, backoff_base, max_backoff_us, timeout_us, hooks
-		FROM queues ORDER BY name`)
+		FROM queues ORDER BY name`, pgx.QueryExecModeSimpleProtocol)
 	if err != nil {
 		return nil, fmt.Errorf("queues: %w", err)
 	}
