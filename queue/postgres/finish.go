@@ -4,36 +4,129 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/internal/storekit"
 )
 
-// finishJob updates the job if the claim still holds (see queue's lifecycle
-// for the races it settles) and, only then, writes the history row: one
-// statement per finish. With a cancel request pending it records the
-// alternative the lifecycle decided ($22, $23). The attempt's live output
-// goes: its whole output is now in the history.
-const finishJob = `WITH u AS (
-		UPDATE jobs SET
-			state = CASE WHEN cancel_requested THEN $22::text ELSE $1::text END,
-			attempts = $2, run_at = $3, finished_at = $4, exit_code = $5,
-			error = CASE WHEN cancel_requested THEN $23::text ELSE $6::text END,
-			updated_at = $7, lease_until = NULL, cancel_requested = false, uncharged = $24
-		WHERE id = $8 AND worker = $9 AND attempts = $10 AND state = 'processing'
-			AND ($21::timestamptz IS NULL OR lease_until <= $21::timestamptz)
-		RETURNING id),
+// finishAll applies a batch of finishes in one statement: f holds them
+// column by column ($1..$24, one array each, unnested side by side). A
+// job's row changes only if its claim still holds (see queue's lifecycle
+// for the races it settles) and, only then, gets its history row (in the
+// batch's order) and loses its live output (the whole output is now in the
+// history). With a cancel request pending the job takes the alternative
+// the lifecycle decided ($22, $23). It returns the ids it applied.
+const finishAll = `WITH f AS (
+		SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::int[], $6::text[],
+			$7::timestamptz[], $8::text[], $9::text[], $10::int[], $11::int[], $12::timestamptz[], $13::timestamptz[],
+			$14::int[], $15::text[], $16::text[], $17::text[], $18::text[], $19::bytea[], $20::bigint[],
+			$21::timestamptz[], $22::text[], $23::text[], $24::int[])
+		WITH ORDINALITY AS f(state, attempts, run_at, finished_at, exit_code, error, now, id, worker, attempt,
+			number, a_started, a_finished, a_exit, signal, outcome, a_worker, a_error, output, dropped,
+			expired_by, c_state, c_error, uncharged, ord)),
+	u AS (
+		UPDATE jobs j SET
+			state = CASE WHEN j.cancel_requested THEN f.c_state ELSE f.state END,
+			attempts = f.attempts, run_at = f.run_at, finished_at = f.finished_at, exit_code = f.exit_code,
+			error = CASE WHEN j.cancel_requested THEN f.c_error ELSE f.error END,
+			updated_at = f.now, lease_until = NULL, cancel_requested = false, uncharged = f.uncharged
+		FROM f
+		WHERE j.id = f.id AND j.worker = f.worker AND j.attempts = f.attempt AND j.state = 'processing'
+			AND (f.expired_by IS NULL OR j.lease_until <= f.expired_by)
+		RETURNING j.id),
 	live AS (DELETE FROM live_output WHERE job_id IN (SELECT id FROM u))
 	INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome, worker, error,
 		output, dropped)
-	SELECT id, $11::integer, $12::timestamptz, $13::timestamptz, $14::integer, $15::text, $16::text, $17::text,
-		$18::text, $19::bytea, $20::bigint
-	FROM u`
+	SELECT f.id, f.number, f.a_started, f.a_finished, f.a_exit, f.signal, f.outcome, f.a_worker, f.a_error,
+		f.output, f.dropped
+	FROM f JOIN u ON u.id = f.id ORDER BY f.ord
+	RETURNING job_id`
+
+// finishColumns are finishAll's parameters.
+type finishColumns struct {
+	state, id, worker, outcome, cState   []string
+	attempts, attempt, number, uncharged []int
+	exitCode, aExit                      []*int
+	errs, signal, aWorker, aErr, cErr    []*string
+	runAt, finishedAt, now, aFinished    []time.Time
+	aStarted, expiredBy                  []*time.Time
+	output                               [][]byte
+	dropped                              []int64
+}
+
+func (c *finishColumns) add(f queue.Finish) {
+	r := f.Record
+	cState, cErr := f.IfCancelRequested()
+	c.state = append(c.state, string(f.State))
+	c.attempts = append(c.attempts, f.Attempts)
+	c.runAt = append(c.runAt, f.RunAt)
+	c.finishedAt = append(c.finishedAt, r.FinishedAt)
+	c.exitCode = append(c.exitCode, f.ExitCode)
+	c.errs = append(c.errs, nullStr(f.Error))
+	c.now = append(c.now, f.Now)
+	c.id = append(c.id, f.JobID)
+	c.worker = append(c.worker, f.Worker)
+	c.attempt = append(c.attempt, f.Attempt)
+	c.number = append(c.number, r.Number)
+	c.aStarted = append(c.aStarted, nullTimePtr(r.StartedAt))
+	c.aFinished = append(c.aFinished, r.FinishedAt)
+	c.aExit = append(c.aExit, r.ExitCode)
+	c.signal = append(c.signal, nullStr(r.Signal))
+	c.outcome = append(c.outcome, string(r.Outcome))
+	c.aWorker = append(c.aWorker, nullStr(r.Worker))
+	c.aErr = append(c.aErr, nullStr(r.Error))
+	c.output = append(c.output, r.Output)
+	c.dropped = append(c.dropped, r.Dropped)
+	c.expiredBy = append(c.expiredBy, nullTimePtr(f.LeaseExpiredBy))
+	c.cState = append(c.cState, string(cState))
+	c.cErr = append(c.cErr, nullStr(cErr))
+	c.uncharged = append(c.uncharged, f.Uncharged)
+}
+
+func (c *finishColumns) args() []any {
+	return []any{c.state, c.attempts, c.runAt, c.finishedAt, c.exitCode, c.errs, c.now, c.id, c.worker, c.attempt,
+		c.number, c.aStarted, c.aFinished, c.aExit, c.signal, c.outcome, c.aWorker, c.aErr, c.output, c.dropped,
+		c.expiredBy, c.cState, c.cErr, c.uncharged}
+}
+
+func nullStr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func nullTimePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// finishRounds splits a batch into statements: a job's first finish goes
+// in the first, its second (a batch may hold a worker's and a rescuer's)
+// in the second, and so on, so that each statement sees the ones before it
+// as separate statements did. Nearly always there is one.
+func finishRounds(fs []queue.Finish) [][]int {
+	var rounds [][]int
+	seen := make(map[string]int, len(fs))
+	for i, f := range fs {
+		r := seen[f.JobID]
+		seen[f.JobID] = r + 1
+		if r == len(rounds) {
+			rounds = append(rounds, nil)
+		}
+		rounds[r] = append(rounds[r], i)
+	}
+	return rounds
+}
 
 // FinishJobs implements queue.Store. It is a worker transaction
-// (worktx.go): the finishes and the check for dependents go in one
-// pipelined batch behind BEGIN, the wake-ups in front of COMMIT.
+// (worktx.go): the finishes (one statement for the batch) and the check
+// for dependents go in one pipelined batch behind BEGIN, the wake-ups in
+// front of COMMIT.
 func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, error) {
 	applied := make([]bool, len(fs))
 	if len(fs) == 0 {
@@ -42,22 +135,21 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 	runnable := false
 	err := s.pipelinedTx(ctx, func(c conn) (*pgx.Batch, error) {
 		runnable = false
+		rounds := finishRounds(fs)
 		b := beginBatch()
-		for _, f := range fs {
-			r := f.Record
-			cState, cErr := f.IfCancelRequested()
-			b.Queue(finishJob, string(f.State), f.Attempts, f.RunAt, r.FinishedAt, f.ExitCode, nullString(f.Error),
-				f.Now, f.JobID, f.Worker, f.Attempt,
-				r.Number, nullTime(r.StartedAt), r.FinishedAt, r.ExitCode, nullString(r.Signal), string(r.Outcome),
-				nullString(r.Worker), nullString(r.Error), r.Output, r.Dropped, nullTime(f.LeaseExpiredBy),
-				string(cState), nullString(cErr), f.Uncharged)
+		for _, round := range rounds {
+			var cols finishColumns
+			for _, i := range round {
+				cols.add(fs[i])
+			}
+			b.Queue(finishAll, cols.args()...)
 		}
 		ids := make([]string, len(fs))
 		for i, f := range fs {
 			ids[i] = f.JobID
 		}
 		b.Queue(hasDependents, ids)
-		dependents, err := sendFinishes(ctx, c, b, fs, applied)
+		dependents, err := sendFinishes(ctx, c, b, fs, rounds, applied)
 		if err != nil {
 			return nil, err
 		}
@@ -97,18 +189,28 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 
 // sendFinishes sends FinishJobs' first batch, sets which finishes applied
 // and reports whether any of the jobs has dependents.
-func sendFinishes(ctx context.Context, c conn, b *pgx.Batch, fs []queue.Finish, applied []bool) (bool, error) {
+func sendFinishes(ctx context.Context, c conn, b *pgx.Batch, fs []queue.Finish, rounds [][]int, applied []bool) (bool, error) {
 	br := c.SendBatch(ctx, b)
 	defer br.Close()
 	if err := opened(br); err != nil {
 		return false, err
 	}
-	for i := range fs {
-		tag, err := br.Exec()
+	for _, round := range rounds {
+		rows, err := br.Query()
 		if err != nil {
 			return false, err
 		}
-		applied[i] = tag.RowsAffected() > 0
+		done, err := collect(rows, pgx.RowTo[string])
+		if err != nil {
+			return false, err
+		}
+		in := make(map[string]bool, len(done))
+		for _, id := range done {
+			in[id] = true
+		}
+		for _, i := range round {
+			applied[i] = in[fs[i].JobID]
+		}
 	}
 	var dependents bool
 	if err := br.QueryRow().Scan(&dependents); err != nil {
