@@ -1,0 +1,87 @@
+package postgres_test
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/queuectl/queuectl/queue"
+)
+
+// schemaAt brings a new schema to version v with the migration files as
+// they are in the tree, the way an older binary left it, and returns a
+// connection to it.
+func schemaAt(t *testing.T, v int) (u string, c *pgx.Conn) {
+	t.Helper()
+	_, u = newSchema(t)
+	files, err := filepath.Glob("migrations/*.sql")
+	if err != nil || len(files) < v {
+		t.Fatalf("migrations: %v %v", files, err)
+	}
+	sort.Strings(files)
+	c, err = pgx.Connect(tctx(t), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(tctx(t)) })
+	mustExec(t, c, `CREATE TABLE schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`)
+	for i, f := range files[:v] {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, c, string(body))
+		mustExec(t, c, `INSERT INTO schema_version (version) VALUES ($1)`, i+1)
+	}
+	return u, c
+}
+
+func mustExec(t *testing.T, c *pgx.Conn, sql string, args ...any) {
+	t.Helper()
+	if _, err := c.Exec(tctx(t), sql, args...); err != nil {
+		t.Fatalf("%.60s: %v", sql, err)
+	}
+}
+
+// Migration 8 counts finished attempts per statement: a database of
+// version 7 with jobs and counted attempts in it keeps its totals, and
+// adds the attempts finished afterwards to them.
+func TestMigration8KeepsAttemptTotals(t *testing.T) {
+	u, c := schemaAt(t, 7)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	mustExec(t, c, `INSERT INTO jobs (id, queue, command, state, max_retries, backoff_base, max_backoff_us, run_at,
+		created_at, updated_at) VALUES ('old', 'q', 'true', 'completed', 3, 2, 1000000, $1, $1, $1),
+		('new', 'q', 'true', 'pending', 3, 2, 1000000, $1, $1, $1)`, t0)
+	mustExec(t, c, `INSERT INTO attempts (job_id, number, started_at, finished_at, outcome)
+		VALUES ('old', 1, $1, $2, 'succeeded')`, t0, t0.Add(time.Second))
+
+	s := open(t, u)
+	ctx := tctx(t)
+	claimed, err := s.ClaimJobs(ctx, queue.ClaimParams{Worker: "w", Limit: 1, Now: t0.Add(time.Minute), LeaseUntil: t0.Add(time.Hour)})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim after the migration: %d jobs, %v", len(claimed), err)
+	}
+	code := 0
+	start := t0.Add(time.Minute)
+	end := queue.End{Outcome: queue.OutcomeSucceeded, ExitCode: &code, Started: start, Finished: start.Add(time.Second)}
+	if _, err := s.FinishJobs(ctx, []queue.Finish{queue.RetryPolicy{}.Decide(claimed[0], "w", end, start)}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.Metrics(ctx, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.RunTimes) != 1 {
+		t.Fatalf("run time totals %+v, want one bucket", m.RunTimes)
+	}
+	if rt := m.RunTimes[0]; rt.Queue != "q" || rt.N != 2 || rt.Sum != 2*time.Second || rt.LE != time.Second {
+		t.Fatalf("run time total %+v, want q: 2 attempts, 2s, in the 1s bucket", rt)
+	}
+	old, err := s.GetJob(ctx, "old")
+	if err != nil || old.State != queue.StateCompleted {
+		t.Fatalf("the job stored before the migration: %+v %v", old, err)
+	}
+}
