@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/queue"
@@ -17,13 +18,31 @@ import (
 // mid-import drops its connection and the server rolls the transaction
 // back: all or nothing, with no recovery step. The transaction keeps one
 // pool connection for the length of the import (the one exception to "no
-// method holds a connection between calls"); memory on both sides is one
-// chunk.
+// method holds a connection between calls").
+//
+// A chunk's COPY runs while the caller reads and checks the next chunk
+// (the server's work and the client's overlap); the next Stage, Commit or
+// Abort waits for it first, so the transaction is never used by two
+// goroutines. Memory is two chunks: the one being copied and the one
+// being read.
 
 type bulkImport struct {
 	s    *Store
 	tx   pgx.Tx
 	done bool
+	// copying delivers the outcome of the last chunk's COPY; nil when
+	// none is running.
+	copying chan error
+}
+
+// wait waits for the last chunk's COPY and returns its error.
+func (b *bulkImport) wait() error {
+	if b.copying == nil {
+		return nil
+	}
+	err := <-b.copying
+	b.copying = nil
+	return err
 }
 
 var _ queue.Import = (*bulkImport)(nil)
@@ -47,9 +66,16 @@ func (b *bulkImport) Stage(ctx context.Context, jobs []*queue.Job) error {
 			return fmt.Errorf("stage jobs: %w: job %q: a bulk import (enqueue --file) takes no after or unique_key; enqueue it alone", queue.ErrInvalid, j.ID)
 		}
 	}
-	if err := copyJobs(ctx, b.tx, jobs); err != nil {
+	if err := b.wait(); err != nil {
+		return fmt.Errorf("stage jobs: an earlier chunk: %w", err)
+	}
+	if err := checkIDs(ctx, b.tx, jobs); err != nil {
 		return fmt.Errorf("stage jobs: %w", err)
 	}
+	jobs = slices.Clone(jobs) // the caller reuses its slice for the next chunk
+	done := make(chan error, 1)
+	b.copying = done
+	go func() { done <- copyJobs(ctx, b.tx, jobs) }()
 	return nil
 }
 
@@ -58,13 +84,13 @@ var copyColumns = []string{"id", "queue", "command", "priority", "max_retries", 
 	"max_backoff_us", "run_at", "created_at", "updated_at", "env", "dir", "template", "scheduled_at", "fire_key",
 	"labels", "hooks", "unique_key", "error", "state"}
 
-// copyJobs stores plain jobs with COPY, the fastest way into a table.
+// checkIDs makes sure no id of a chunk is taken before copyJobs stores it.
 // COPY cannot skip or name a row whose id is taken (the first one aborts
 // the transaction), so the ids are checked first, in the same transaction:
 // against each other, and against the table, which holds the chunks staged
 // before. An id another session stores between the check and the COPY
 // still fails the COPY, as a duplicate.
-func copyJobs(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
+func checkIDs(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
 	ids := make([]string, len(jobs))
 	seen := make(map[string]bool, len(jobs))
 	for i, j := range jobs {
@@ -85,11 +111,16 @@ func copyJobs(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
 	if len(taken) > 0 {
 		return fmt.Errorf("%w: %q already exists", queue.ErrDuplicate, firstOf(ids, taken))
 	}
-	_, err = tx.CopyFrom(ctx, pgx.Identifier{"jobs"}, copyColumns, pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) {
+	return nil
+}
+
+// copyJobs stores plain jobs with COPY, the fastest way into a table.
+func copyJobs(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"jobs"}, copyColumns, pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) {
 		return insertArgs(jobs[i], ""), nil
 	}))
 	if isUnique(err) {
-		return fmt.Errorf("%w: an id of this chunk was stored meanwhile: %w", queue.ErrDuplicate, err)
+		return fmt.Errorf("%w: an id of the chunk was stored meanwhile: %w", queue.ErrDuplicate, err)
 	}
 	return err
 }
@@ -114,6 +145,10 @@ func (b *bulkImport) Commit(ctx context.Context) error {
 		return errors.New("commit import: the import has ended")
 	}
 	b.done = true
+	if err := b.wait(); err != nil {
+		b.tx.Rollback(context.WithoutCancel(ctx))
+		return fmt.Errorf("commit import: the last chunk: %w", err)
+	}
 	if _, err := b.tx.Exec(ctx, notifySQL, b.s.channel); err != nil {
 		b.tx.Rollback(context.WithoutCancel(ctx))
 		return fmt.Errorf("commit import: %w", err)
@@ -131,6 +166,7 @@ func (b *bulkImport) Abort(ctx context.Context) error {
 		return nil
 	}
 	b.done = true
+	b.wait() // whatever it did is rolled back
 	if err := b.tx.Rollback(ctx); err != nil {
 		return fmt.Errorf("abort import: %w", err)
 	}
