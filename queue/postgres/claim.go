@@ -32,16 +32,34 @@ func claimSQL(queues []string, limit int) string {
 		filter = " AND queue = ANY($4)" + steeredGuard
 	}
 	return `WITH c AS (
-		SELECT id FROM jobs
+		SELECT id, run_at FROM jobs
 		WHERE state IN ('pending', 'failed') AND run_at <= $1` + filter + `
 		ORDER BY priority DESC, run_at, created_at, seq
 		LIMIT ` + strconv.Itoa(limit) + `
-		FOR UPDATE SKIP LOCKED)
-	UPDATE jobs j SET state = 'processing', attempts = j.attempts + 1, worker = $2, started_at = $1,
-		finished_at = NULL, lease_until = now() + ($3::timestamptz - $1::timestamptz), updated_at = $1,
-		cancel_requested = false
-	FROM c WHERE j.id = c.id
-	RETURNING ` + jobColumns("j.") + `, j.seq`
+		FOR UPDATE SKIP LOCKED)` + claimUpdate("c")
+}
+
+// claimUpdate ends a claim statement: it moves the jobs the CTE named from
+// picked (their id and run_at) to processing, counts their start delays
+// (run_at to start) into start_delay_totals, one upsert per queue and
+// bucket for the whole claim (the per-row trigger that did it went in
+// migration 9), and returns the jobs' columns, then seq.
+func claimUpdate(from string) string {
+	return `,
+	u AS (
+		UPDATE jobs j SET state = 'processing', attempts = j.attempts + 1, worker = $2, started_at = $1,
+			finished_at = NULL, lease_until = now() + ($3::timestamptz - $1::timestamptz), updated_at = $1,
+			cancel_requested = false
+		FROM ` + from + ` WHERE j.id = ` + from + `.id
+		RETURNING ` + jobColumns("j.") + `, j.seq),
+	counted AS (
+		INSERT INTO start_delay_totals AS t (queue, le_us, shard, n, sum_us)
+		SELECT d.queue, (SELECT min(le_us) FROM metric_buckets WHERE le_us >= d.us), pg_backend_pid(), count(*), sum(d.us)
+		FROM (SELECT u.queue, greatest(0, (extract(epoch FROM u.started_at - p.run_at) * 1000000)::bigint) AS us
+			FROM u JOIN ` + from + ` p ON p.id = u.id) d
+		GROUP BY 1, 2
+		ON CONFLICT (queue, le_us, shard) DO UPDATE SET n = t.n + excluded.n, sum_us = t.sum_us + excluded.sum_us)
+	SELECT * FROM u`
 }
 
 // oneQueueFilter keeps a claim to one queue (the parameter param) unless

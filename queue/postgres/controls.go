@@ -220,12 +220,8 @@ func limitedClaimSQL(p queue.ClaimParams, limited, free []string, allow map[stri
 		ctes[i] = `c` + strconv.Itoa(i) + ` AS ` + ctes[i]
 	}
 	return `WITH ` + strings.Join(ctes, ",\n") + `,
-	pick AS (` + strings.Join(names, " UNION ALL ") + ` ORDER BY priority DESC, run_at, created_at, seq LIMIT ` + strconv.Itoa(p.Limit) + `)
-	UPDATE jobs j SET state = 'processing', attempts = j.attempts + 1, worker = $2, started_at = $1,
-		finished_at = NULL, lease_until = now() + ($3::timestamptz - $1::timestamptz), updated_at = $1,
-		cancel_requested = false
-	FROM pick WHERE j.id = pick.id
-	RETURNING ` + jobColumns("j.") + `, j.seq`, args
+	pick AS (` + strings.Join(names, " UNION ALL ") + ` ORDER BY priority DESC, run_at, created_at, seq LIMIT ` + strconv.Itoa(p.Limit) + `)` +
+		claimUpdate("pick"), args
 }
 
 // perQueueMax is how many free queues a limited claim reads one by one;

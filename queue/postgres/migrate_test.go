@@ -46,10 +46,11 @@ func mustExec(t *testing.T, c *pgx.Conn, sql string, args ...any) {
 	}
 }
 
-// Migration 8 counts finished attempts per statement: a database of
-// version 7 with jobs and counted attempts in it keeps its totals, and
-// adds the attempts finished afterwards to them.
-func TestMigration8KeepsAttemptTotals(t *testing.T) {
+// Migrations 8 and 9 count finished attempts per statement and start
+// delays per claim: a database of version 7 with jobs and counted
+// attempts in it keeps its totals and adds to them, and a claim is
+// counted once (by the claim, no longer by a trigger as well).
+func TestMigrationsKeepMetrics(t *testing.T) {
 	u, c := schemaAt(t, 7)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	mustExec(t, c, `INSERT INTO jobs (id, queue, command, state, max_retries, backoff_base, max_backoff_us, run_at,
@@ -79,6 +80,9 @@ func TestMigration8KeepsAttemptTotals(t *testing.T) {
 	}
 	if rt := m.RunTimes[0]; rt.Queue != "q" || rt.N != 2 || rt.Sum != 2*time.Second || rt.LE != time.Second {
 		t.Fatalf("run time total %+v, want q: 2 attempts, 2s, in the 1s bucket", rt)
+	}
+	if len(m.StartDelays) != 1 || m.StartDelays[0].N != 1 || m.StartDelays[0].Sum != time.Minute {
+		t.Fatalf("start delay totals %+v, want one claim, a minute after its run_at", m.StartDelays)
 	}
 	old, err := s.GetJob(ctx, "old")
 	if err != nil || old.State != queue.StateCompleted {
