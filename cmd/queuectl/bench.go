@@ -22,8 +22,10 @@ func (a *app) benchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure queuectl on a scratch database",
 		Long: `Measure batch enqueue, the engine's claim+complete rate with a no-op
-executor (1, 8 and 64 slots), shell jobs end to end against xargs -P,
-enqueue-to-start latency, idle CPU and memory, and the claim rate with a
+executor (1, 8 and 64 slots), shell jobs end to end against xargs -P and
+against N goroutines spawning sh -c true, the CPU and write-lock time per
+shell job, worker scaling, enqueue-to-start latency, one enqueue call among
+busy workers and enqueuers, idle CPU and memory, and the claim rate with a
 large table. Each figure is the median of several runs with a ratio against
 a baseline measured in the same run, or against its target.
 

@@ -182,47 +182,36 @@ func waitCompleted(ctx context.Context, st queue.Store, n int, limit time.Durati
 }
 
 // shell: `true` jobs end to end with N worker processes, against
-// `xargs -P N sh -c true` over the same count.
+// `xargs -P N sh -c true` over the same count and against N goroutines
+// spawning `sh -c true` (the parallel-spawn baseline), both run next to
+// each of queuectl's runs.
 func (b *runner) shell(ctx context.Context) ([]Result, error) {
 	n, w := b.cfg.ShellJobs, b.cfg.Workers
-	var xargsRuns []float64
+	var xargsRuns, spawnRuns []float64
 	runs, err := b.repeat(ctx, func(ctx context.Context, dsn string) (float64, error) {
 		x, err := xargsRate(ctx, n, w)
 		if err != nil {
 			return 0, err
 		}
-		xargsRuns = append(xargsRuns, x)
-		st, err := b.cfg.Open(ctx, dsn)
+		sp, err := spawnRate(ctx, n, w)
 		if err != nil {
 			return 0, err
 		}
-		defer st.Close()
-		jobs, err := newJobs(n, "s", "true", time.Now())
-		if err != nil {
-			return 0, err
-		}
-		if err := insert(ctx, st, jobs); err != nil {
-			return 0, err
-		}
-		start := time.Now()
-		if _, err := b.startWorkers(ctx, dsn, w); err != nil {
-			return 0, err
-		}
-		defer b.stopWorkers(dsn)
-		if err := waitCompleted(ctx, st, n, 10*time.Minute); err != nil {
-			return 0, err
-		}
-		return float64(n) / time.Since(start).Seconds(), nil
+		xargsRuns, spawnRuns = append(xargsRuns, x), append(spawnRuns, sp)
+		r, err := b.shellJobs(ctx, dsn, w, 1)
+		return r.rate, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	x := median(xargsRuns)
-	r := result("shell", fmt.Sprintf("shell jobs (true) end to end, %d worker processes", w), "jobs/s", runs,
-		fmt.Sprintf("xargs -P %d", w), x, "higher")
+	x, sp := median(xargsRuns), median(spawnRuns)
+	name := fmt.Sprintf("shell jobs (true) end to end, %d worker processes", w)
+	r := result("shell", name, "jobs/s", runs, fmt.Sprintf("xargs -P %d", w), x, "higher")
 	r.Note = fmt.Sprintf("xargs -P %d: %.0f jobs/s; target ratio %.2f (includes worker start-up)", w, x, targetShellVsXargs)
+	rs := result("shell", name+", against parallel spawn", "jobs/s", runs, fmt.Sprintf("parallel spawn, %d loops", w), sp, "higher")
 	base := result("shell", fmt.Sprintf("baseline: xargs -P %d sh -c true", w), "jobs/s", xargsRuns, "", 0, "higher")
-	return []Result{base, r}, nil
+	spawn := result("shell", fmt.Sprintf("baseline: parallel spawn, %d loops of sh -c true (os/exec)", w), "jobs/s", spawnRuns, "", 0, "higher")
+	return []Result{base, spawn, r, rs}, nil
 }
 
 // xargsRate is the physical limit for shell jobs: xargs running

@@ -1,0 +1,380 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The shell-job scenarios against a baseline that scales: N goroutines each
+// starting `sh -c true` one after another (xargs has one forking process,
+// which caps its rate as N grows), and what queuectl's own processes cost
+// per job next to what the jobs' processes cost.
+
+// spawnRate is the parallel-spawn baseline: loops goroutines, each running
+// `sh -c true` with os/exec one after another, until n have run.
+func spawnRate(ctx context.Context, n, loops int) (float64, error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, loops)
+	start := time.Now()
+	for range loops {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				if err := exec.CommandContext(ctx, "sh", "-c", "true").Run(); err != nil {
+					errs <- fmt.Errorf("sh -c true: %w", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, err
+	}
+	return float64(n) / elapsed.Seconds(), nil
+}
+
+// shellRun is one run of shell jobs through worker processes.
+type shellRun struct {
+	rate float64 // jobs/s, from starting the workers to the last completion
+	// Per job, in ms, over the jobs completed between the workers' start
+	// and the last completion: the worker processes' own CPU (user,
+	// system), their jobs' processes' CPU, and the write lock held.
+	user, sys, childUser, childSys, lock float64
+}
+
+func (r shellRun) own() float64 { return r.user + r.sys }
+
+// shellJobs runs the shell scenario's ShellJobs `true` jobs with procs
+// worker processes of slots slots each.
+func (b *runner) shellJobs(ctx context.Context, dsn string, procs, slots int) (shellRun, error) {
+	n := b.cfg.ShellJobs
+	st, err := b.cfg.Open(ctx, dsn)
+	if err != nil {
+		return shellRun{}, err
+	}
+	defer st.Close()
+	jobs, err := newJobs(n, "s", "true", time.Now())
+	if err != nil {
+		return shellRun{}, err
+	}
+	if err := insert(ctx, st, jobs); err != nil {
+		return shellRun{}, err
+	}
+	start := time.Now()
+	pids, err := b.startWorkers(ctx, dsn, procs, "--concurrency", strconv.Itoa(slots))
+	if err != nil {
+		return shellRun{}, err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			b.stopWorkers(dsn)
+		}
+	}()
+	// CPU from here on: the processes' start-up is not a per-job cost.
+	cpu0, err := procCPU(pids)
+	if err != nil {
+		return shellRun{}, err
+	}
+	done0, err := completed(ctx, st)
+	if err != nil {
+		return shellRun{}, err
+	}
+	if err := waitCompleted(ctx, st, n, 10*time.Minute); err != nil {
+		return shellRun{}, err
+	}
+	r := shellRun{rate: float64(n) / time.Since(start).Seconds()}
+	cpu1, err := procCPU(pids)
+	if err != nil {
+		return shellRun{}, err
+	}
+	per := float64(n - done0)
+	if per < 1 {
+		per = 1
+	}
+	tick := 1000.0 / clockTicks / per // ms per job of one tick
+	r.user = float64(cpu1.user-cpu0.user) * tick
+	r.sys = float64(cpu1.sys-cpu0.sys) * tick
+	r.childUser = float64(cpu1.childUser-cpu0.childUser) * tick
+	r.childSys = float64(cpu1.childSys-cpu0.childSys) * tick
+	b.stopWorkers(dsn)
+	stopped = true
+	held, err := b.writeLockHeld(ctx, pids)
+	if err != nil {
+		return shellRun{}, err
+	}
+	if held >= 0 {
+		r.lock = held / float64(n)
+	}
+	return r, nil
+}
+
+// cpuTimes are clock ticks from /proc/PID/stat, summed over processes.
+type cpuTimes struct{ user, sys, childUser, childSys int64 }
+
+// procCPU reads utime and stime (the processes' own, without children)
+// and cutime and cstime (the children they waited for).
+func procCPU(pids []int) (cpuTimes, error) {
+	var t cpuTimes
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return t, fmt.Errorf("worker %d: %w", pid, err)
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		// After the comm field, state is field 3: utime, stime, cutime and
+		// cstime (fields 14 to 17) are f[11] to f[14].
+		v := make([]int64, 4)
+		for i := range v {
+			v[i], _ = strconv.ParseInt(f[11+i], 10, 64)
+		}
+		t.user += v[0]
+		t.sys += v[1]
+		t.childUser += v[2]
+		t.childSys += v[3]
+	}
+	return t, nil
+}
+
+// writeLockHeld sums write_lock_ms of the workers' "process stats" lines,
+// logged as they exit; -1 if the store logs none (PostgreSQL).
+func (b *runner) writeLockHeld(ctx context.Context, pids []int) (float64, error) {
+	total := 0.0
+	for _, pid := range pids {
+		path := filepath.Join(b.tmp, "home", "logs", fmt.Sprintf("worker-%d.log", pid))
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			held, found, ok := lastProcessStats(path)
+			if found && !ok {
+				return -1, nil
+			}
+			if found {
+				total += held
+				break
+			}
+			if time.Now().After(deadline) {
+				return 0, fmt.Errorf("worker %d logged no process stats in 30s (%s)", pid, path)
+			}
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		}
+	}
+	return total, nil
+}
+
+// lastProcessStats finds the last "process stats" line of a worker log:
+// found reports the line, ok that it has write_lock_ms.
+func lastProcessStats(path string) (held float64, found, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var l struct {
+			Message string   `json:"message"`
+			Held    *float64 `json:"write_lock_ms"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Message == "process stats" {
+			found, ok = true, l.Held != nil
+			if ok {
+				held = *l.Held
+			}
+		}
+	}
+	return held, found, ok
+}
+
+// spawnSlots are the parallelisms the spawn scenario measures: 1 and 2,
+// and 4, 8 and 16 where the machine has that many cores.
+func spawnSlots() []int {
+	out := []int{1, 2}
+	for _, n := range []int{4, 8, 16} {
+		if runtime.NumCPU() >= n {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// spawn: at each parallelism N, the parallel-spawn baseline, xargs -P N,
+// and queuectl's shell jobs with N worker processes and with one worker
+// process of N slots, run after run.
+func (b *runner) spawn(ctx context.Context) ([]Result, error) {
+	var out []Result
+	for _, n := range spawnSlots() {
+		var base, xargs, procs, slots []float64
+		for range b.cfg.Runs {
+			s, err := spawnRate(ctx, b.cfg.ShellJobs, n)
+			if err != nil {
+				return nil, err
+			}
+			x, err := xargsRate(ctx, b.cfg.ShellJobs, n)
+			if err != nil {
+				return nil, err
+			}
+			base, xargs = append(base, s), append(xargs, x)
+			for _, mode := range []struct {
+				procs, slots int
+				into         *[]float64
+			}{{n, 1, &procs}, {1, n, &slots}} {
+				r, err := b.oneShellRun(ctx, mode.procs, mode.slots)
+				if err != nil {
+					return nil, err
+				}
+				*mode.into = append(*mode.into, r.rate)
+			}
+		}
+		vs := fmt.Sprintf("parallel spawn, %d loop(s)", n)
+		out = append(out,
+			result("spawn", fmt.Sprintf("baseline: parallel spawn, %d loop(s) of sh -c true (os/exec)", n), "jobs/s", base, "", 0, "higher"),
+			result("spawn", fmt.Sprintf("baseline: xargs -P %d sh -c true", n), "jobs/s", xargs, vs, median(base), "higher"),
+			result("spawn", fmt.Sprintf("shell jobs (true), %d worker process(es) (worker start --count %d)", n, n), "jobs/s", procs, vs, median(base), "higher"),
+			result("spawn", fmt.Sprintf("shell jobs (true), one worker process with %d slot(s) (--concurrency %d)", n, n), "jobs/s", slots, vs, median(base), "higher"),
+		)
+	}
+	return out, nil
+}
+
+// oneShellRun is shellJobs on a fresh database.
+func (b *runner) oneShellRun(ctx context.Context, procs, slots int) (shellRun, error) {
+	dsn, cleanup, err := b.cfg.NewDB(ctx)
+	if err != nil {
+		return shellRun{}, err
+	}
+	defer cleanup()
+	return b.shellJobs(ctx, dsn, procs, slots)
+}
+
+// medianOf is the median of one figure over runs.
+func medianOf(runs []shellRun, f func(shellRun) float64) float64 {
+	xs := make([]float64, len(runs))
+	for i, r := range runs {
+		xs[i] = f(r)
+	}
+	return median(xs)
+}
+
+func figure(runs []shellRun, f func(shellRun) float64) []float64 {
+	xs := make([]float64, len(runs))
+	for i, r := range runs {
+		xs[i] = f(r)
+	}
+	return xs
+}
+
+// cpu: what one shell job costs with Workers worker processes: the
+// workers' own CPU (user and system apart), their jobs' processes' CPU, and
+// the time the write lock is held; and the rates they project: the write
+// lock allows at most 1 / (lock time per job) jobs a second however many
+// cores there are, and each core runs at most 1 / (CPU per job).
+func (b *runner) cpu(ctx context.Context) ([]Result, error) {
+	var runs []shellRun
+	for range b.cfg.Runs {
+		r, err := b.oneShellRun(ctx, b.cfg.Workers, 1)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	w := fmt.Sprintf(", %d worker processes", b.cfg.Workers)
+	out := []Result{
+		result("cpu", "queuectl's own CPU per job, user"+w, "ms", figure(runs, func(r shellRun) float64 { return r.user }), "", 0, "lower"),
+		result("cpu", "queuectl's own CPU per job, system"+w, "ms", figure(runs, func(r shellRun) float64 { return r.sys }), "", 0, "lower"),
+		result("cpu", "the job's processes' CPU per job (sh -c true), user"+w, "ms", figure(runs, func(r shellRun) float64 { return r.childUser }), "", 0, "lower"),
+		result("cpu", "the job's processes' CPU per job (sh -c true), system"+w, "ms", figure(runs, func(r shellRun) float64 { return r.childSys }), "", 0, "lower"),
+	}
+	lock := figure(runs, func(r shellRun) float64 { return r.lock })
+	if median(lock) > 0 {
+		out = append(out,
+			result("cpu", "SQLite write lock held per job"+w, "ms", lock, "", 0, "lower"),
+			result("cpu", "projected ceiling on any number of cores: 1 / write-lock time per job", "jobs/s", inverse(lock), "", 0, "higher"))
+	}
+	all := figure(runs, func(r shellRun) float64 { return r.own() + r.childUser + r.childSys })
+	own := figure(runs, shellRun.own)
+	perCore := result("cpu", "CPU-bound rate per core: 1 / (own + the job's CPU per job)", "jobs/s", inverse(all), "", 0, "higher")
+	perCore.Note = fmt.Sprintf("queuectl alone (1 / own CPU per job): %.0f jobs/s per core; this machine has %d", median(inverse(own)), runtime.NumCPU())
+	rate := result("cpu", "measured rate of these runs"+w, "jobs/s", figure(runs, func(r shellRun) float64 { return r.rate }), "", 0, "higher")
+	return append(out, perCore, rate), nil
+}
+
+// inverse turns ms per job into jobs per second.
+func inverse(ms []float64) []float64 {
+	out := make([]float64, len(ms))
+	for i, v := range ms {
+		if v > 0 {
+			out[i] = 1000 / v
+		}
+	}
+	return out
+}
+
+// scalingCounts are the worker counts of the scaling scenario.
+var scalingCounts = []int{1, 2, 4, 8}
+
+// scaling: shell jobs with N worker processes and with one process of N
+// slots, N = 1, 2, 4, 8: the rate and queuectl's own CPU per job, against
+// the same at N = 1, to show whether more processes cost more per job.
+func (b *runner) scaling(ctx context.Context) ([]Result, error) {
+	type mode struct {
+		name string
+		run  func(n int) (procs, slots int)
+	}
+	modes := []mode{
+		{"worker processes (worker start --count N)", func(n int) (int, int) { return n, 1 }},
+		{"slots of one worker process (--concurrency N)", func(n int) (int, int) { return 1, n }},
+	}
+	runs := make([][][]shellRun, len(modes))
+	for m := range modes {
+		runs[m] = make([][]shellRun, len(scalingCounts))
+	}
+	for range b.cfg.Runs {
+		for i, n := range scalingCounts {
+			for m, md := range modes {
+				procs, slots := md.run(n)
+				r, err := b.oneShellRun(ctx, procs, slots)
+				if err != nil {
+					return nil, err
+				}
+				runs[m][i] = append(runs[m][i], r)
+			}
+		}
+	}
+	var out []Result
+	for m, md := range modes {
+		rate1 := medianOf(runs[m][0], func(r shellRun) float64 { return r.rate })
+		own1 := medianOf(runs[m][0], shellRun.own)
+		for i, n := range scalingCounts {
+			rs := runs[m][i]
+			at := fmt.Sprintf(", %d %s", n, md.name)
+			own := result("scaling", "queuectl's own CPU per job (user + system)"+at, "ms", figure(rs, shellRun.own), "the same at N = 1", own1, "lower")
+			own.Note = fmt.Sprintf("user %.3f, system %.3f ms; the job's processes %.3f ms; write lock held %.3f ms",
+				medianOf(rs, func(r shellRun) float64 { return r.user }), medianOf(rs, func(r shellRun) float64 { return r.sys }),
+				medianOf(rs, func(r shellRun) float64 { return r.childUser + r.childSys }), medianOf(rs, func(r shellRun) float64 { return r.lock }))
+			out = append(out,
+				result("scaling", "shell jobs (true)"+at, "jobs/s", figure(rs, func(r shellRun) float64 { return r.rate }), "the same at N = 1", rate1, "higher"),
+				own)
+		}
+	}
+	return out, nil
+}
