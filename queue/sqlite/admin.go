@@ -23,9 +23,9 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 			return err
 		}
 		for _, id := range ids {
-			var state string
+			var q, state string
 			var attempts int
-			if err := tx.QueryRowContext(ctx, `SELECT state, attempts FROM jobs WHERE id = ?`, id).Scan(&state, &attempts); err != nil {
+			if err := tx.QueryRowContext(ctx, `SELECT queue, state, attempts FROM jobs WHERE id = ?`, id).Scan(&q, &state, &attempts); err != nil {
 				return err
 			}
 			// A reset attempt count resets the uncharged ones too.
@@ -35,6 +35,7 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 			if err != nil {
 				return err
 			}
+			s.tally.move(q, queue.State(state), queue.StatePending)
 			moved = append(moved, id)
 		}
 		return nil
@@ -66,7 +67,7 @@ func pickJobs(ctx context.Context, tx *sql.Tx, named []string, allDead bool, q s
 		ids = append(ids, dead...)
 	}
 	return storekit.PickJobs(ids, func(id string) (queue.State, bool, error) {
-		return cancelTx{settleTx{tx}, tx}.JobState(ctx, id)
+		return cancelTx{settleTx{tx: tx}}.JobState(ctx, id)
 	}, allow, rule)
 }
 
@@ -80,16 +81,17 @@ func (s *Store) DiscardJobs(ctx context.Context, p queue.DiscardParams) ([]strin
 		}
 		var unfinished []string
 		for _, id := range ids {
-			var state string
-			if err := tx.QueryRowContext(ctx, `DELETE FROM jobs WHERE id = ? RETURNING state`, id).Scan(&state); err != nil {
+			var q, state string
+			if err := tx.QueryRowContext(ctx, `DELETE FROM jobs WHERE id = ? RETURNING queue, state`, id).Scan(&q, &state); err != nil {
 				return err
 			}
+			s.tally.move(q, queue.State(state), "")
 			if queue.State(state).DiscardReachesDependents() {
 				unfinished = append(unfinished, id)
 			}
 		}
 		gone = ids
-		_, err = storekit.Settle(ctx, settleTx{tx}, unfinished, time.Now().UTC())
+		_, err = storekit.Settle(ctx, settleTx{tx, &s.tally}, unfinished, time.Now().UTC())
 		return err
 	})
 	if err != nil {
@@ -103,7 +105,7 @@ func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (queue.
 	var was queue.State
 	err := s.write(ctx, true, func(tx *sql.Tx) error {
 		var err error
-		was, err = storekit.Cancel(ctx, cancelTx{settleTx{tx}, tx}, id, now)
+		was, err = storekit.Cancel(ctx, cancelTx{settleTx{tx, &s.tally}}, id, now)
 		return err
 	})
 	if err != nil {
@@ -117,10 +119,7 @@ func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (queue.
 }
 
 // cancelTx runs storekit.Cancel's steps in one write transaction.
-type cancelTx struct {
-	settleTx
-	tx *sql.Tx
-}
+type cancelTx struct{ settleTx }
 
 func (c cancelTx) JobState(ctx context.Context, id string) (queue.State, bool, error) {
 	var state string
@@ -132,8 +131,15 @@ func (c cancelTx) JobState(ctx context.Context, id string) (queue.State, bool, e
 }
 
 func (c cancelTx) CancelNow(ctx context.Context, id, reason string, now time.Time) error {
+	var q, state string
+	if err := c.tx.QueryRowContext(ctx, `SELECT queue, state FROM jobs WHERE id = ?`, id).Scan(&q, &state); err != nil {
+		return err
+	}
 	_, err := c.tx.ExecContext(ctx, `UPDATE jobs SET state = ?, error = ?, updated_at = ? WHERE id = ?`,
 		string(queue.StateCancelled), reason, toUS(now), id)
+	if err == nil {
+		c.tally.move(q, queue.State(state), queue.StateCancelled)
+	}
 	return err
 }
 
@@ -153,7 +159,7 @@ func (s *Store) DeleteJobs(ctx context.Context, p queue.DeleteParams) (int, erro
 		args = append(args, string(st))
 	}
 	n, err := s.batch(ctx, true, `SELECT rowid FROM jobs WHERE updated_at < ? AND state IN (`+placeholders(len(states))+`)`,
-		`DELETE FROM jobs WHERE rowid IN (%s)`, p.Limit, p.DryRun, args...)
+		`DELETE FROM jobs WHERE rowid IN (%s) RETURNING queue, state, ''`, p.Limit, p.DryRun, args...)
 	if err != nil {
 		return 0, fmt.Errorf("delete jobs: %w", err)
 	}
@@ -172,7 +178,8 @@ func (s *Store) PruneOutput(ctx context.Context, p queue.PruneOutputParams) (int
 
 // batch runs change (a statement with %s for the rows) on at most limit
 // rows that match selects (0: all) in one write transaction, or only
-// counts them.
+// counts them. A change of jobs ends in RETURNING queue, old state, new
+// state (empty for none), so that the counters follow.
 func (s *Store) batch(ctx context.Context, full bool, match, change string, limit int, dryRun bool, args ...any) (int, error) {
 	if limit > 0 {
 		match += fmt.Sprintf(" LIMIT %d", limit)
@@ -184,12 +191,27 @@ func (s *Store) batch(ctx context.Context, full bool, match, change string, limi
 	}
 	var n int64
 	err := s.write(ctx, full, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, fmt.Sprintf(change, match), args...)
+		if !strings.Contains(change, "RETURNING") {
+			res, err := tx.ExecContext(ctx, fmt.Sprintf(change, match), args...)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, fmt.Sprintf(change, match), args...)
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
-		return err
+		defer rows.Close()
+		for n = 0; rows.Next(); n++ {
+			var q, from, to string
+			if err := rows.Scan(&q, &from, &to); err != nil {
+				return err
+			}
+			s.tally.move(q, queue.State(from), queue.State(to))
+		}
+		return rows.Err()
 	})
 	return int(n), err
 }

@@ -132,7 +132,7 @@ func (b *bulkImport) Abort(ctx context.Context) error {
 func (s *Store) publish(ctx context.Context, id string) error {
 	for {
 		n, err := s.batch(ctx, false, stagedRows,
-			`UPDATE jobs SET state = 'pending', import_id = NULL WHERE rowid IN (%s)`, queue.ImportChunk, false, id)
+			`UPDATE jobs SET state = 'pending', import_id = NULL WHERE rowid IN (%s) RETURNING queue, 'staged', state`, queue.ImportChunk, false, id)
 		if err != nil {
 			return fmt.Errorf("publish jobs: %w", err)
 		}

@@ -25,16 +25,18 @@ func claimIndex(queues []string) (index, filter string) {
 	return index, filter
 }
 
-// ClaimJobs implements queue.Store. The inner SELECT walks jobs_claim (or
-// jobs_claim_queue) in order; the UPDATE runs inside the same statement, so
-// no other writer can take the same rows.
+// ClaimJobs implements queue.Store. It reads the jobs to claim through
+// jobs_claim (or jobs_claim_queue) in claim order, then takes them with one
+// UPDATE by rowid; the transaction holds the only write lock, so no other
+// writer can take the same rows in between. Reading the rows before the
+// UPDATE gives the claim their old state and run_at, which the counters
+// need, and is cheaper than RETURNING every column.
 func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
 	if p.Limit <= 0 {
 		return nil, nil
 	}
 	var jobs []*queue.Job
 	err := s.write(ctx, false, func(tx *sql.Tx) error {
-		jobs = nil
 		st, err := s.stmt(ctx, tx, steeredControls)
 		if err != nil {
 			return err
@@ -49,31 +51,31 @@ func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Jo
 		}
 		var ids []any
 		if cs = queue.SteeredIn(cs, p.Queues); len(cs) == 0 {
-			ids, err = s.claimFree(ctx, tx, p)
-		} else {
-			ids, err = s.claimSteered(ctx, tx, p, cs)
+			ids, jobs, err = s.freeJobs(ctx, tx, p)
+		} else if ids, err = s.claimSteered(ctx, tx, p, cs); err == nil && len(ids) > 0 {
+			ids, jobs, err = s.claimRows(ctx, tx, `SELECT rowid, `+jobColumns+` FROM jobs WHERE rowid IN (`+placeholders(len(ids))+`)`, ids)
 		}
 		if err != nil || len(ids) == 0 {
 			return err
 		}
-		// Read the claimed rows in the same transaction. (RETURNING every
-		// column costs SQLite several times more than RETURNING the rowid
-		// and reading the rows back.)
-		get, err := s.stmt(ctx, tx, `SELECT `+jobColumns+` FROM jobs WHERE rowid IN (`+placeholders(len(ids))+`)`)
+		take, err := s.stmt(ctx, tx, claimSet+` WHERE rowid IN (`+placeholders(len(ids))+`)`)
 		if err != nil {
 			return err
 		}
-		rows, err = get.QueryContext(ctx, ids...)
-		if err != nil {
+		if _, err := take.ExecContext(ctx, append([]any{p.Worker, toUS(p.Now), toUS(p.LeaseUntil), toUS(p.Now)}, ids...)...); err != nil {
 			return err
 		}
-		jobs, err = scanJobs(rows)
-		return err
+		for _, j := range jobs {
+			s.tally.move(j.Queue, j.State, queue.StateProcessing)
+			s.tally.start(j.Queue, toUS(p.Now)-toUS(j.RunAt))
+			claimed(j, p)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim jobs: %w", err)
 	}
-	// RETURNING does not keep the subquery's order.
+	// A steered claim reads its rows in rowid order.
 	sort.Slice(jobs, func(a, b int) bool {
 		x, y := jobs[a], jobs[b]
 		if x.Priority != y.Priority {
@@ -87,32 +89,67 @@ func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Jo
 	return jobs, nil
 }
 
+// claimSet is what a claim changes in a job's row; claimed makes the same
+// change to the job read before it.
 const claimSet = `UPDATE jobs SET state = 'processing', attempts = attempts + 1, worker = ?, started_at = ?,
 		finished_at = NULL, lease_until = ?, updated_at = ?, cancel_requested = 0`
 
-// claimFree claims when no queue it may take from is paused or limited:
-// one statement, the engine's fast path.
-func (s *Store) claimFree(ctx context.Context, tx *sql.Tx, p queue.ClaimParams) ([]any, error) {
+func claimed(j *queue.Job, p queue.ClaimParams) {
+	j.State = queue.StateProcessing
+	j.Attempts++
+	j.Worker = p.Worker
+	j.StartedAt, j.UpdatedAt = fromUS(toUS(p.Now)), fromUS(toUS(p.Now))
+	j.FinishedAt = time.Time{}
+	j.LeaseUntil = fromUS(toUS(p.LeaseUntil))
+	j.CancelRequested = false
+}
+
+// freeJobs reads the jobs to claim when no queue the claim may take from
+// is paused or limited: one statement, the engine's fast path.
+func (s *Store) freeJobs(ctx context.Context, tx *sql.Tx, p queue.ClaimParams) ([]any, []*queue.Job, error) {
 	index, filter := claimIndex(p.Queues)
-	args := []any{p.Worker, toUS(p.Now), toUS(p.LeaseUntil), toUS(p.Now), toUS(p.Now)}
+	args := []any{toUS(p.Now)}
 	for _, q := range p.Queues {
 		args = append(args, q)
 	}
 	args = append(args, p.Limit)
-	st, err := s.stmt(ctx, tx, claimSet+`
-		WHERE rowid IN (SELECT rowid FROM jobs INDEXED BY `+index+`
-			WHERE state IN ('pending', 'failed') AND run_at <= ?`+filter+`
-			ORDER BY priority DESC, run_at, created_at LIMIT ?)
-		RETURNING rowid`)
+	return s.claimRows(ctx, tx, `SELECT rowid, `+jobColumns+` FROM jobs INDEXED BY `+index+`
+		WHERE state IN ('pending', 'failed') AND run_at <= ?`+filter+`
+		ORDER BY priority DESC, run_at, created_at LIMIT ?`, args)
+}
+
+// claimRows runs query, which selects the rowid and then jobColumns, and
+// returns the rowids and the jobs.
+func (s *Store) claimRows(ctx context.Context, tx *sql.Tx, query string, args []any) ([]any, []*queue.Job, error) {
+	st, err := s.stmt(ctx, tx, query)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return scanColumn[any](rows)
+	defer rows.Close()
+	var ids []any
+	var jobs []*queue.Job
+	for rows.Next() {
+		var id int64
+		j, err := scanJob(withRowid{rows, &id})
+		if err != nil {
+			return nil, nil, err
+		}
+		ids, jobs = append(ids, id), append(jobs, j)
+	}
+	return ids, jobs, rows.Err()
 }
+
+// withRowid scans a row whose first column is the rowid.
+type withRowid struct {
+	rows  *sql.Rows
+	rowid *int64
+}
+
+func (w withRowid) Scan(dest ...any) error { return w.rows.Scan(append([]any{w.rowid}, dest...)...) }
 
 // NextRunAt implements queue.Store.
 func (s *Store) NextRunAt(ctx context.Context, queues []string) (time.Time, error) {

@@ -93,7 +93,8 @@ func (s *Store) allowances(ctx context.Context, tx *sql.Tx, cs []queue.QueueCont
 			continue
 		}
 		var running, starts int
-		// job_counts is kept by triggers: one row read.
+		// One row of job_counts (the claim's own counts are added at
+		// commit, after this read).
 		count, err := s.stmt(ctx, tx, `SELECT coalesce(sum(n), 0) FROM job_counts WHERE queue = ? AND state = 'processing'`)
 		if err != nil {
 			return nil, err
@@ -158,12 +159,12 @@ type candidate struct {
 	createdAt int64
 }
 
-// claimSteered claims when some queue it may take from is paused or
+// claimSteered picks the jobs to claim when some queue it may take from is paused or
 // limited. It runs in the claim's write transaction, so no other process
 // claims meanwhile: it counts each limited queue's running jobs and recent
 // starts, reads up to p.Limit candidates from the free queues and up to its
-// allowance from each limited queue, and takes the first p.Limit in claim
-// order.
+// allowance from each limited queue, and returns the rowids of the first
+// p.Limit in claim order.
 func (s *Store) claimSteered(ctx context.Context, tx *sql.Tx, p queue.ClaimParams, cs []queue.QueueControl) ([]any, error) {
 	allow, err := s.allowances(ctx, tx, cs, p.Now)
 	if err != nil {
@@ -208,14 +209,6 @@ func (s *Store) claimSteered(ctx context.Context, tx *sql.Tx, p queue.ClaimParam
 	for i, c := range cands {
 		ids[i] = c.rowid
 		taken[c.queue]++
-	}
-	args := []any{p.Worker, toUS(p.Now), toUS(p.LeaseUntil), toUS(p.Now)}
-	take, err := s.stmt(ctx, tx, claimSet+` WHERE rowid IN (`+placeholders(len(ids))+`)`)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := take.ExecContext(ctx, append(args, ids...)...); err != nil {
-		return nil, err
 	}
 	return ids, s.recordStarts(ctx, tx, cs, taken, p.Now)
 }

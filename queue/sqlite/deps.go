@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/queuectl/queuectl/queue"
@@ -11,8 +12,12 @@ import (
 )
 
 // settleTx runs storekit.Settle's steps in a write transaction; the one
-// writer serializes settles, so nothing is locked.
-type settleTx struct{ tx *sql.Tx }
+// writer serializes settles, so nothing is locked. Moves are counted in
+// tally.
+type settleTx struct {
+	tx    *sql.Tx
+	tally *tally
+}
 
 func (t settleTx) WaitingDependents(ctx context.Context, ids []string) ([]storekit.Dependent, error) {
 	b, _ := json.Marshal(ids)
@@ -44,13 +49,25 @@ func (t settleTx) Blocked(ctx context.Context, id string) (bool, error) {
 }
 
 func (t settleTx) Release(ctx context.Context, id string, now time.Time) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE jobs SET state = 'pending', run_at = max(run_at, ?1), updated_at = ?1
-		WHERE id = ?2 AND state = 'waiting'`, toUS(now), id)
-	return err
+	return t.leaveWaiting(ctx, queue.StatePending, `UPDATE jobs SET state = 'pending', run_at = max(run_at, ?1), updated_at = ?1
+		WHERE id = ?2 AND state = 'waiting' RETURNING queue`, toUS(now), id)
 }
 
 func (t settleTx) CancelWaiting(ctx context.Context, id, reason string, now time.Time) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE jobs SET state = 'cancelled', error = ?, updated_at = ?
-		WHERE id = ? AND state = 'waiting'`, reason, toUS(now), id)
+	return t.leaveWaiting(ctx, queue.StateCancelled, `UPDATE jobs SET state = 'cancelled', error = ?, updated_at = ?
+		WHERE id = ? AND state = 'waiting' RETURNING queue`, reason, toUS(now), id)
+}
+
+// leaveWaiting runs move, which changes a waiting job to state to and
+// returns its queue (no row: the job was not waiting).
+func (t settleTx) leaveWaiting(ctx context.Context, to queue.State, move string, args ...any) error {
+	var q string
+	err := t.tx.QueryRowContext(ctx, move, args...).Scan(&q)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err == nil {
+		t.tally.move(q, queue.StateWaiting, to)
+	}
 	return err
 }

@@ -49,6 +49,9 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 				if isUnique(err) {
 					err = fmt.Errorf("%w: %q already exists", queue.ErrDuplicate, j.ID)
 				}
+				if err == nil {
+					s.tally.move(j.Queue, "", queue.StatePending)
+				}
 			default:
 				if full == nil {
 					if full, err = s.stmt(ctx, tx, insertJob); err != nil {
@@ -56,9 +59,9 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 					}
 				}
 				if storekit.Plain(j) {
-					err = execInsert(ctx, full, j, "")
+					err = execInsert(ctx, full, &s.tally, j, "")
 				} else {
-					err = storekit.Insert(ctx, insertTx{tx, full}, j)
+					err = storekit.Insert(ctx, insertTx{tx, full, &s.tally}, j)
 				}
 			}
 			if err != nil {
@@ -78,6 +81,7 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 type insertTx struct {
 	tx     *sql.Tx
 	insert *sql.Stmt
+	tally  *tally
 }
 
 func (t insertTx) UniqueHolder(ctx context.Context, key string, since time.Time) (string, bool, error) {
@@ -110,7 +114,7 @@ func (t insertTx) DependencyStates(ctx context.Context, ids []string) (map[strin
 }
 
 func (t insertTx) Insert(ctx context.Context, j *queue.Job) (bool, error) {
-	err := execInsert(ctx, t.insert, j, "")
+	err := execInsert(ctx, t.insert, t.tally, j, "")
 	if err != nil && j.UniqueKey != "" && strings.Contains(err.Error(), "jobs.unique_key") {
 		return false, nil
 	}
@@ -132,12 +136,16 @@ func plainJob(j *queue.Job) bool {
 		j.Hooks.IsZero() && j.UniqueKey == "" && len(j.After) == 0 && j.State == queue.StatePending
 }
 
-// execInsert inserts one job in its initial state; fireKey is "" for
-// ad-hoc jobs. A job's updated_at starts equal to its created_at.
-func execInsert(ctx context.Context, st *sql.Stmt, j *queue.Job, fireKey string) error {
+// execInsert inserts one job in its initial state and counts it in t;
+// fireKey is "" for ad-hoc jobs. A job's updated_at starts equal to its
+// created_at.
+func execInsert(ctx context.Context, st *sql.Stmt, t *tally, j *queue.Job, fireKey string) error {
 	_, err := st.ExecContext(ctx, insertValues(j, fireKey)...)
 	if isUnique(err) && !strings.Contains(err.Error(), "jobs.unique_key") {
 		return fmt.Errorf("%w: %q already exists", queue.ErrDuplicate, j.ID)
+	}
+	if err == nil {
+		t.move(j.Queue, "", initialState(j))
 	}
 	return err
 }
@@ -148,14 +156,18 @@ func insertValues(j *queue.Job, fireKey string) []any {
 	if !j.Hooks.IsZero() {
 		hooks = jsonText(j.Hooks)
 	}
-	state := j.State
-	if state == "" {
-		state = queue.StatePending
-	}
 	return []any{j.ID, j.Queue, j.Command, j.Priority, j.MaxRetries, j.Timeout.Microseconds(),
 		j.BackoffBase, j.MaxBackoff.Microseconds(), toUS(j.RunAt), toUS(j.CreatedAt), jsonMap(j.Env),
 		nullString(j.Dir), nullString(j.Template), toUSNull(j.ScheduledAt), nullString(fireKey),
-		jsonMap(j.Labels), hooks, nullString(j.UniqueKey), nullString(j.Error), string(state)}
+		jsonMap(j.Labels), hooks, nullString(j.UniqueKey), nullString(j.Error), string(initialState(j))}
+}
+
+// initialState is the state a job is inserted in.
+func initialState(j *queue.Job) queue.State {
+	if j.State == "" {
+		return queue.StatePending
+	}
+	return j.State
 }
 
 // execStaged inserts one job of a bulk import with its import id.

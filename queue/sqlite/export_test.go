@@ -1,6 +1,33 @@
 package sqlite
 
-import "database/sql"
+import (
+	"database/sql"
+	"fmt"
+)
 
 // OpenRaw opens the file without migrations, for tests that tamper with it.
 func OpenRaw(path string) (*sql.DB, error) { return sql.Open("sqlite3", dsn(path, false)) }
+
+// MigrateTo creates a database at path with the first n migrations only.
+func MigrateTo(path string, n int) error {
+	db, err := OpenRaw(path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	names, err := migrationFS.ReadDir("migrations")
+	if err != nil {
+		return err
+	}
+	for _, m := range names[:n] {
+		body, err := migrationFS.ReadFile("migrations/" + m.Name())
+		if err != nil {
+			return err
+		}
+		if _, err := db.Exec(string(body)); err != nil {
+			return fmt.Errorf("%s: %w", m.Name(), err)
+		}
+	}
+	_, err = db.Exec(fmt.Sprintf("PRAGMA user_version = %d", n))
+	return err
+}

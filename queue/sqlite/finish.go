@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -18,7 +19,8 @@ const finishJob = `UPDATE jobs SET
 	attempts = ?2, run_at = ?3, finished_at = ?4, exit_code = ?5,
 	error = CASE WHEN cancel_requested = 1 THEN ?13 ELSE ?6 END,
 	updated_at = ?7, lease_until = NULL, cancel_requested = 0, uncharged = ?14
-	WHERE id = ?8 AND worker = ?9 AND attempts = ?10 AND state = 'processing' AND (?11 = 0 OR lease_until <= ?11)`
+	WHERE id = ?8 AND worker = ?9 AND attempts = ?10 AND state = 'processing' AND (?11 = 0 OR lease_until <= ?11)
+	RETURNING queue, state`
 
 const insertAttempt = `INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome,
 	worker, error, output, dropped) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -48,14 +50,15 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 		for i, f := range fs {
 			applied[i] = false
 			cState, cErr := f.IfCancelRequested()
-			res, err := upd.ExecContext(ctx, string(f.State), f.Attempts, toUS(f.RunAt), toUS(f.Record.FinishedAt),
+			var q, state string
+			err := upd.QueryRowContext(ctx, string(f.State), f.Attempts, toUS(f.RunAt), toUS(f.Record.FinishedAt),
 				nullInt(f.ExitCode), nullString(f.Error), toUS(f.Now), f.JobID, f.Worker, f.Attempt, toUSOrZero(f.LeaseExpiredBy),
-				string(cState), nullString(cErr), f.Uncharged)
+				string(cState), nullString(cErr), f.Uncharged).Scan(&q, &state)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
 			if err != nil {
 				return err
-			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				continue
 			}
 			applied[i] = true
 			// Only a job that others wait on needs settling: a point lookup
@@ -74,6 +77,8 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 			if err != nil {
 				return err
 			}
+			s.tally.move(q, queue.StateProcessing, queue.State(state))
+			s.tally.attempt(q, r.Outcome, runTime(r))
 			// The attempt's whole output is now in its history.
 			if _, err := dropLive.ExecContext(ctx, f.JobID); err != nil {
 				return err
@@ -83,7 +88,7 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 			}
 		}
 		// The jobs waiting on these learn how they ended.
-		released, err := storekit.Settle(ctx, settleTx{tx}, ended, fs[0].Now)
+		released, err := storekit.Settle(ctx, settleTx{tx, &s.tally}, ended, fs[0].Now)
 		runnable = runnable || released
 		return err
 	})
@@ -97,4 +102,13 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 		s.events.notify()
 	}
 	return applied, nil
+}
+
+// runTime is an attempt's run time in microseconds as the counters record
+// it: from its start (its end when it has none) to its end.
+func runTime(r queue.Attempt) int64 {
+	if r.StartedAt.IsZero() {
+		return 0
+	}
+	return toUS(r.FinishedAt) - toUS(r.StartedAt)
 }

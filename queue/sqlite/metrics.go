@@ -9,8 +9,8 @@ import (
 	"github.com/queuectl/queuectl/queue"
 )
 
-// Metrics implements queue.Store: the totals the triggers of migration 3
-// keep, and one index seek per queue for its oldest due job.
+// Metrics implements queue.Store: the totals the write transactions keep
+// (counts.go), and one index seek per queue for its oldest due job.
 func (s *Store) Metrics(ctx context.Context, now time.Time) (*queue.Metrics, error) {
 	m := &queue.Metrics{OldestPending: map[string]time.Time{}}
 	var err error

@@ -229,8 +229,8 @@ func (s *Store) Output(ctx context.Context, jobID string, number int) (*queue.At
 	return a, nil
 }
 
-// CountJobs implements queue.Store from the counts the triggers of
-// migration 4 keep.
+// CountJobs implements queue.Store from job_counts, which the write
+// transactions keep (counts.go).
 func (s *Store) CountJobs(ctx context.Context) ([]queue.Count, error) {
 	rows, err := s.readDB.QueryContext(ctx, `SELECT queue, state, n FROM job_counts WHERE n > 0 AND state <> 'staged' ORDER BY queue, state`)
 	if err != nil {

@@ -30,6 +30,9 @@
 //     runs out of space fails as "disk full" and is rolled back.
 //   - Each store counts its write transactions and the time it waited for
 //     and held the write lock (WriteStats).
+//   - Monitoring counters (jobs by queue and state, start delays, run
+//     times) are kept by the write transactions: each notes what it
+//     changed and adds it with one upsert before it commits (counts.go).
 //   - Bulk imports stage their jobs hidden, a chunk per transaction, and
 //     publish them after one short commit; an importer's flock tells the
 //     next process whether to finish or drop an import left behind (bulk.go).
@@ -62,6 +65,8 @@ type Store struct {
 	mu         sync.Mutex // serializes writes
 	stmts      map[string]*sql.Stmt
 	unprepared []string // first seen in the current transaction
+	tally      tally    // the current transaction's changes to the counters (counts.go)
+	countArgs  []any    // tally.flush's values, reused
 	closed     bool
 	readOnly   error // why the store was opened read-only (writeDB is nil); nil: writable
 
@@ -186,7 +191,12 @@ func (s *Store) tryWrite(ctx context.Context, full bool, asked time.Time, fn fun
 			return err
 		}
 	}
+	s.tally.reset()
 	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := s.tally.flush(ctx, s, tx); err != nil {
 		tx.Rollback()
 		return err
 	}

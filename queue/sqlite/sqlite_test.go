@@ -28,6 +28,7 @@ func openAt(t *testing.T, path string) queue.Store {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Opener {
 		path := filepath.Join(t.TempDir(), "queue.db")
+		withOracle(t, path) // every test checks the counters at its end
 		return func(t *testing.T) queue.Store { return openAt(t, path) }
 	})
 }

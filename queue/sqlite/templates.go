@@ -253,5 +253,5 @@ func (f fireTx) InsertJob(ctx context.Context, j *queue.Job, fireKey string) err
 	if err != nil {
 		return err
 	}
-	return execInsert(ctx, st, j, fireKey)
+	return execInsert(ctx, st, &f.s.tally, j, fireKey)
 }
