@@ -37,27 +37,15 @@ func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Jo
 	}
 	var jobs []*queue.Job
 	err := s.write(ctx, false, func(tx *sql.Tx) error {
-		st, err := s.stmt(ctx, tx, steeredControls)
-		if err != nil {
-			return err
-		}
-		rows, err := st.QueryContext(ctx)
-		if err != nil {
-			return err
-		}
-		cs, err := scanControls(rows)
-		if err != nil {
-			return err
-		}
-		var ids []any
-		if cs = queue.SteeredIn(cs, p.Queues); len(cs) == 0 {
-			ids, jobs, err = s.freeJobs(ctx, tx, p)
-		} else if ids, err = s.claimSteered(ctx, tx, p, cs); err == nil && len(ids) > 0 {
-			ids, jobs, err = s.claimRows(ctx, tx, `SELECT rowid, `+jobColumns+` FROM jobs WHERE rowid IN (`+placeholders(len(ids))+`)`, ids)
+		jobs = nil
+		ids, js, err := s.freeJobs(ctx, tx, p)
+		if err == nil && len(ids) == 0 {
+			ids, js, err = s.steeredJobs(ctx, tx, p)
 		}
 		if err != nil || len(ids) == 0 {
 			return err
 		}
+		jobs = js
 		take, err := s.stmt(ctx, tx, claimSet+` WHERE rowid IN (`+placeholders(len(ids))+`)`)
 		if err != nil {
 			return err
@@ -105,17 +93,56 @@ func claimed(j *queue.Job, p queue.ClaimParams) {
 }
 
 // freeJobs reads the jobs to claim when no queue the claim may take from
-// is paused or limited: one statement, the engine's fast path.
+// is paused or limited: one statement, the engine's fast path. It reads
+// none when one is (the NOT EXISTS is evaluated once per statement), and
+// the claim then reads the controls and takes the steered path.
 func (s *Store) freeJobs(ctx context.Context, tx *sql.Tx, p queue.ClaimParams) ([]any, []*queue.Job, error) {
-	index, filter := claimIndex(p.Queues)
 	args := []any{toUS(p.Now)}
-	for _, q := range p.Queues {
-		args = append(args, q)
+	for range 2 { // the jobs' queue filter, then the controls'
+		for _, q := range p.Queues {
+			args = append(args, q)
+		}
 	}
-	args = append(args, p.Limit)
-	return s.claimRows(ctx, tx, `SELECT rowid, `+jobColumns+` FROM jobs INDEXED BY `+index+`
-		WHERE state IN ('pending', 'failed') AND run_at <= ?`+filter+`
-		ORDER BY priority DESC, run_at, created_at LIMIT ?`, args)
+	return s.claimRows(ctx, tx, freeQuery(p.Queues), append(args, p.Limit))
+}
+
+// freeQuery is freeJobs' statement for a claim of queues (every queue when
+// empty); its values are now, the queues twice, and the limit.
+func freeQuery(queues []string) string {
+	index, filter := claimIndex(queues)
+	controls := ""
+	if len(queues) > 0 {
+		controls = ` AND name IN (` + placeholders(len(queues)) + `)`
+	}
+	return `SELECT rowid, ` + jobColumns + ` FROM jobs INDEXED BY ` + index + `
+		WHERE state IN ('pending', 'failed') AND run_at <= ?` + filter + `
+			AND NOT EXISTS (SELECT 1 FROM queue_controls WHERE (` + steered + `)` + controls + `)
+		ORDER BY priority DESC, run_at, created_at LIMIT ?`
+}
+
+// steeredJobs reads the jobs to claim when freeJobs read none: nothing is
+// due, or a queue the claim may take from is paused or limited.
+func (s *Store) steeredJobs(ctx context.Context, tx *sql.Tx, p queue.ClaimParams) ([]any, []*queue.Job, error) {
+	st, err := s.stmt(ctx, tx, steeredControls)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := st.QueryContext(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := scanControls(rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cs = queue.SteeredIn(cs, p.Queues); len(cs) == 0 {
+		return nil, nil, nil
+	}
+	ids, err := s.claimSteered(ctx, tx, p, cs)
+	if err != nil || len(ids) == 0 {
+		return nil, nil, err
+	}
+	return s.claimRows(ctx, tx, `SELECT rowid, `+jobColumns+` FROM jobs WHERE rowid IN (`+placeholders(len(ids))+`)`, ids)
 }
 
 // claimRows runs query, which selects the rowid and then jobColumns, and

@@ -13,10 +13,13 @@ import (
 
 const controlColumns = `name, paused, max_running, rate_limit, rate_period_us`
 
-// steeredControls reads the controls that change a claim: paused or limited
-// queues. The table is small, and an empty one costs a claim one probe.
-const steeredControls = `SELECT ` + controlColumns + ` FROM queue_controls
-	WHERE paused = 1 OR max_running > 0 OR rate_limit > 0`
+// steered selects the controls that change a claim: paused or limited
+// queues (queue.QueueControl.Steered).
+const steered = `paused = 1 OR max_running > 0 OR rate_limit > 0`
+
+// steeredControls reads the controls that change a claim. The table is
+// small, and an empty one costs a claim one probe.
+const steeredControls = `SELECT ` + controlColumns + ` FROM queue_controls WHERE ` + steered
 
 func scanControls(rows *sql.Rows) ([]queue.QueueControl, error) {
 	defer rows.Close()
