@@ -42,7 +42,7 @@ func (a *app) queueListCmd() *cobra.Command {
 				for _, q := range qs {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", q.Name, yesNo(q.Paused),
 						orDash(q.Concurrency), orDash(q.MaxRunning), dash(deref(q.RateLimit)),
-						q.Jobs[queue.StatePending]-q.Scheduled, q.Scheduled, q.Jobs[queue.StateProcessing],
+						q.Jobs[queue.StatePending], q.Scheduled, q.Jobs[queue.StateProcessing],
 						q.Jobs[queue.StateDead], age(q.OldestPendingAgeSeconds))
 				}
 				return tw.Flush()
