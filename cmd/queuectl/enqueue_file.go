@@ -33,7 +33,10 @@ const maxJobLine = 16 << 20
 //     chunks. The new ids go to a temporary file.
 //  3. Commit makes them all pending at once; then the ids are printed.
 //
-// An id taken by a stored job or earlier in the file aborts the import.
+// An id taken by a stored job or earlier in the file aborts the import, as
+// does an after naming a job neither stored nor earlier in the file. A job
+// whose unique key a job holds (stored, or earlier in the file) is not
+// added: that job's id is printed in its place, with a note.
 func (a *app) enqueueFile(cmd *cobra.Command, path string, now time.Time, ignored map[string]bool) error {
 	src, again, cleanup, err := a.openJobFile(path)
 	if err != nil {
@@ -96,12 +99,18 @@ func (a *app) importJobs(ctx context.Context, st queue.Store, r *queue.Resolver,
 	chunk := make([]*queue.Job, 0, queue.ImportChunk)
 	wheres := make([]string, 0, queue.ImportChunk)
 	stored := 0
+	var notes uniqueNotes
 	flush := func() error {
 		if err := imp.Stage(ctx, chunk); err != nil {
 			return chunkError(path, chunk, wheres, err)
 		}
-		for _, j := range chunk {
-			idw.WriteString(j.ID)
+		for i, j := range chunk {
+			id := j.ID
+			if j.ExistingID != "" {
+				id = j.ExistingID
+				notes.add(fmt.Sprintf("note: %s %s: job %s holds unique key %q: no job added", path, wheres[i], j.ExistingID, j.UniqueKey))
+			}
+			idw.WriteString(id)
 			idw.WriteByte('\n')
 		}
 		stored += len(chunk)
@@ -130,6 +139,7 @@ func (a *app) importJobs(ctx context.Context, st queue.Store, r *queue.Resolver,
 		return fmt.Errorf("enqueue: %w", err)
 	}
 	prog("", 0, 0)
+	notes.print(a.stderr)
 	if err := idw.Flush(); err != nil {
 		return fmt.Errorf("enqueue: %w", err)
 	}
@@ -140,15 +150,47 @@ func (a *app) importJobs(ctx context.Context, st queue.Store, r *queue.Resolver,
 	return err
 }
 
+// maxNotes bounds the unique-key notes an import prints one by one.
+const maxNotes = 100
+
+// uniqueNotes are the notes of jobs not added because a job held their
+// unique key: the first maxNotes, and a count of the others.
+type uniqueNotes struct {
+	lines []string
+	more  int
+}
+
+func (n *uniqueNotes) add(line string) {
+	if len(n.lines) < maxNotes {
+		n.lines = append(n.lines, line)
+	} else {
+		n.more++
+	}
+}
+
+func (n *uniqueNotes) print(w io.Writer) {
+	for _, l := range n.lines {
+		fmt.Fprintln(w, l)
+	}
+	if n.more > 0 {
+		fmt.Fprintf(w, "note: %d more jobs not added: their unique keys are held\n", n.more)
+	}
+}
+
 // chunkError names the line of the job a failed chunk stumbled on, when
-// the store's error names its id.
+// the store's error names its id: a taken id, or an after naming no job
+// stored or earlier in the file (both bad input).
 func chunkError(path string, chunk []*queue.Job, wheres []string, err error) error {
-	if errors.Is(err, queue.ErrDuplicate) {
+	if errors.Is(err, queue.ErrDuplicate) || errors.Is(err, queue.ErrInvalid) {
 		msg := err.Error()
 		for i, j := range chunk {
-			if strings.Contains(msg, strconv.Quote(j.ID)) {
+			if !strings.Contains(msg, strconv.Quote(j.ID)) {
+				continue
+			}
+			if errors.Is(err, queue.ErrDuplicate) {
 				return fmt.Errorf("enqueue: %s %s: %w (stored already, or earlier in the file)", path, wheres[i], err)
 			}
+			return fmt.Errorf("enqueue: %s %s: %w (neither stored nor earlier in the file)", path, wheres[i], err)
 		}
 	}
 	return fmt.Errorf("enqueue: %w", err)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // writeJobs writes n jobs j0..j(n-1) as JSON Lines, with extra lines
@@ -41,6 +42,9 @@ func TestE2EEnqueueFileAllOrNothing(t *testing.T) {
 	}{
 		{"bad last line", []string{`{"command":"true","timeout":"-1s"}`}, []string{"line 25001", "timeout"}},
 		{"duplicate in a later chunk", []string{`{"id":"j3","command":"true"}`}, []string{"line 25001", `"j3"`, "already exists"}},
+		{"after an unknown job", []string{`{"id":"x","command":"true","after":["j3","nope"]}`}, []string{"line 25001", `"x"`, `"nope"`}},
+		{"after a job later in the file", []string{`{"id":"x","command":"true","after":["y"]}`, `{"id":"y","command":"true"}`},
+			[]string{"line 25001", `"y"`, "neither stored nor earlier in the file"}},
 		{"line over the limit", []string{`{"command":"` + strings.Repeat("x", 16<<20) + `"}`, `{"command":"true"}`},
 			[]string{"line 25001 is longer than the limit of 16 MiB"}},
 	}
@@ -76,5 +80,44 @@ func TestE2EEnqueueFileAllOrNothing(t *testing.T) {
 	}
 	if n := len(c.list("pending")); n != 25_000 {
 		t.Fatalf("%d jobs pending, want 25000", n)
+	}
+}
+
+// A file's jobs may run after stored jobs and jobs earlier in the file,
+// and carry unique keys: a key held by a stored job, or by a job earlier
+// in the file, adds nothing and prints the holder's id, with a note naming
+// the line.
+func TestE2EEnqueueFileAfterAndUniqueKey(t *testing.T) {
+	c := newCLI(t)
+	c.ok("enqueue", "--id", "stored", "--command", "true")
+	c.ok("enqueue", "--id", "held", "--command", "true", "--unique-key", "k")
+	path := filepath.Join(t.TempDir(), "jobs.jsonl")
+	writeFile(t, path, `{"id":"a","command":"true"}
+{"id":"b","command":"true","after":["a","stored"]}
+{"id":"c","command":"true","unique_key":"k"}
+{"id":"d","command":"true","unique_key":"n"}
+{"id":"e","command":"true","unique_key":"n"}
+`)
+	stdout, stderr, code := c.run("enqueue", "--file", path)
+	if code != 0 || strings.Join(strings.Fields(stdout), " ") != "a b held d d" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	for _, want := range []string{path + ` line 3: job held holds unique key "k"`, path + ` line 5: job d holds unique key "n"`} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr %q lacks %q", stderr, want)
+		}
+	}
+	if j := c.job("b"); j.State != "waiting" {
+		t.Fatalf("b: %s, want waiting", j.State)
+	}
+	for _, id := range []string{"c", "e"} {
+		if _, _, code := c.run("show", id); code != 1 {
+			t.Errorf("%s was stored (show exit %d)", id, code)
+		}
+	}
+	c.ok("worker", "start")
+	b := c.waitState("b", "completed", 30*time.Second)
+	if a := c.job("a"); b.StartedAt == nil || a.History[0].FinishedAt.After(*b.StartedAt) {
+		t.Fatalf("b started at %v, before a finished at %v", b.StartedAt, a.History[0].FinishedAt)
 	}
 }

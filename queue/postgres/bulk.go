@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/queue"
@@ -25,6 +26,15 @@ import (
 // Abort waits for it first, so the transaction is never used by two
 // goroutines. Memory is two chunks: the one being copied and the one
 // being read.
+//
+// A chunk holding a job with a unique key or dependencies goes job by job
+// through storekit.Insert instead, in the import's transaction, so each
+// sees the jobs staged before it. The jobs it runs after are read without
+// holding them against a finish (FOR KEY SHARE only keeps them from being
+// deleted): a finish must not wait for a long import. Instead Commit
+// settles the import's waiting jobs against their dependencies as they are
+// then, holding those FOR SHARE for the moment of the commit
+// (storekit.SettleImported), as an enqueue does.
 
 type bulkImport struct {
 	s    *Store
@@ -33,6 +43,9 @@ type bulkImport struct {
 	// copying delivers the outcome of the last chunk's COPY; nil when
 	// none is running.
 	copying chan error
+	// waiting: some job went in waiting; their ids are in import_waiting,
+	// a temporary table dropped at commit.
+	waiting bool
 }
 
 // wait waits for the last chunk's COPY and returns its error.
@@ -61,13 +74,19 @@ func (b *bulkImport) Stage(ctx context.Context, jobs []*queue.Job) error {
 	if b.done {
 		return errors.New("stage jobs: the import has ended")
 	}
+	plain := true
 	for _, j := range jobs {
-		if !storekit.Plain(j) {
-			return fmt.Errorf("stage jobs: %w: job %q: a bulk import (enqueue --file) takes no after or unique_key; enqueue it alone", queue.ErrInvalid, j.ID)
-		}
+		j.ExistingID = ""
+		plain = plain && storekit.Plain(j)
 	}
 	if err := b.wait(); err != nil {
 		return fmt.Errorf("stage jobs: an earlier chunk: %w", err)
+	}
+	if !plain {
+		if err := b.stageShaped(ctx, jobs); err != nil {
+			return fmt.Errorf("stage jobs: %w", err)
+		}
+		return nil
 	}
 	if err := checkIDs(ctx, b.tx, jobs); err != nil {
 		return fmt.Errorf("stage jobs: %w", err)
@@ -139,6 +158,69 @@ func firstOf(ids, some []string) string {
 	return some[0]
 }
 
+// stageShaped inserts jobs one at a time, each seeing those before it, and
+// notes the ones that went in waiting.
+func (b *bulkImport) stageShaped(ctx context.Context, jobs []*queue.Job) error {
+	for _, j := range jobs {
+		if err := storekit.Insert(ctx, stagedTx{insertTx{b.tx}}, j); err != nil {
+			return err
+		}
+		if j.ExistingID != "" || j.State != queue.StateWaiting {
+			continue
+		}
+		if !b.waiting {
+			if _, err := b.tx.Exec(ctx, `CREATE TEMP TABLE import_waiting (id text PRIMARY KEY) ON COMMIT DROP`); err != nil {
+				return err
+			}
+			b.waiting = true
+		}
+		if _, err := b.tx.Exec(ctx, `INSERT INTO import_waiting (id) VALUES ($1)`, j.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settleWaiting settles the import's waiting jobs (see the top of this
+// file), in chunks.
+func (b *bulkImport) settleWaiting(ctx context.Context) error {
+	if !b.waiting {
+		return nil
+	}
+	// Hold every dependency against a finish until the commit, in id order
+	// so that two committers never deadlock.
+	if _, err := b.tx.Exec(ctx, `SELECT 1 FROM jobs WHERE id IN (SELECT d.dep_id FROM job_deps d
+		JOIN import_waiting w ON w.id = d.job_id) ORDER BY id FOR SHARE`); err != nil {
+		return err
+	}
+	after := ""
+	for {
+		rows, err := b.tx.Query(ctx, `SELECT w.id FROM import_waiting w JOIN jobs j ON j.id = w.id
+			WHERE w.id > $1 AND j.state = 'waiting' ORDER BY w.id LIMIT $2`, after, queue.ImportChunk)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		if err := storekit.SettleImported(ctx, settleTx{b.tx}, ids, time.Now().UTC()); err != nil {
+			return err
+		}
+		if len(ids) < queue.ImportChunk {
+			return nil
+		}
+		after = ids[len(ids)-1]
+	}
+}
+
+// stagedTx reads dependencies without holding them against a finish.
+type stagedTx struct{ insertTx }
+
+func (t stagedTx) DependencyStates(ctx context.Context, ids []string) (map[string]queue.State, error) {
+	return t.states(ctx, `SELECT id, state FROM jobs WHERE id = ANY($1) ORDER BY id FOR KEY SHARE`, ids)
+}
+
 // Commit implements queue.Import.
 func (b *bulkImport) Commit(ctx context.Context) error {
 	if b.done {
@@ -148,6 +230,10 @@ func (b *bulkImport) Commit(ctx context.Context) error {
 	if err := b.wait(); err != nil {
 		b.tx.Rollback(context.WithoutCancel(ctx))
 		return fmt.Errorf("commit import: the last chunk: %w", err)
+	}
+	if err := b.settleWaiting(ctx); err != nil {
+		b.tx.Rollback(context.WithoutCancel(ctx))
+		return fmt.Errorf("commit import: %w", err)
 	}
 	if _, err := b.tx.Exec(ctx, notifySQL, b.s.channel); err != nil {
 		b.tx.Rollback(context.WithoutCancel(ctx))

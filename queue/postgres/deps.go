@@ -56,3 +56,19 @@ func (t settleTx) CancelWaiting(ctx context.Context, id, reason string, now time
 // jobs has a dependent at all, so that a finish without any costs no
 // round trip.
 const hasDependents = `SELECT EXISTS (SELECT 1 FROM job_deps WHERE dep_id = ANY($1))`
+
+func (t settleTx) AfterStates(ctx context.Context, id string) ([]string, map[string]queue.State, error) {
+	rows, err := t.tx.Query(ctx, `SELECT d.dep_id, coalesce(j.state, '') FROM job_deps d
+		LEFT JOIN jobs j ON j.id = d.dep_id WHERE d.job_id = $1 ORDER BY d.dep_id`, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	var after []string
+	states := map[string]queue.State{}
+	var dep, state string
+	_, err = pgx.ForEachRow(rows, []any{&dep, &state}, func() error {
+		after, states[dep] = append(after, dep), queue.State(state)
+		return nil
+	})
+	return after, states, err
+}

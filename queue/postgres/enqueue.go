@@ -143,7 +143,13 @@ func (t insertTx) UniqueHolder(ctx context.Context, key string, since time.Time)
 // it inserts; a finish that came first makes this wait and read its
 // outcome. In id order, so that two enqueuers never deadlock.
 func (t insertTx) DependencyStates(ctx context.Context, ids []string) (map[string]queue.State, error) {
-	rows, err := t.tx.Query(ctx, `SELECT id, state FROM jobs WHERE id = ANY($1) ORDER BY id FOR SHARE`, ids)
+	return t.states(ctx, `SELECT id, state FROM jobs WHERE id = ANY($1) ORDER BY id FOR SHARE`, ids)
+}
+
+// states runs query, which selects the id and state of the jobs $1 names,
+// and reads them by id.
+func (t insertTx) states(ctx context.Context, query string, ids []string) (map[string]queue.State, error) {
+	rows, err := t.tx.Query(ctx, query, ids)
 	if err != nil {
 		return nil, err
 	}

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/internal/storekit"
 )
 
 // Bulk imports (enqueue --file) on SQLite, all or nothing without holding
@@ -18,11 +21,17 @@ import (
 //     ("<db>-import-<id>"), then records the import (imports table).
 //  2. Each chunk is one transaction inserting jobs in state 'staged' with
 //     the import's id. No reader shows a staged job and no claim takes one;
-//     the id is taken, so a duplicate is found at once.
+//     the id is taken, so a duplicate is found at once. A job with a
+//     unique key or dependencies goes through storekit.Insert: its key is
+//     held (by the unique index) from then on, and the jobs it runs after
+//     must exist or be staged earlier by this import.
 //  3. Commit is one short transaction (synchronous=FULL) marking the
 //     import committed: from then on it will be published. Publishing
-//     turns staged jobs pending in chunks of queue.ImportChunk; jobs become
-//     visible chunk by chunk over about a second.
+//     turns staged jobs pending (waiting, for those with dependencies) in
+//     chunks of queue.ImportChunk; jobs become visible chunk by chunk over
+//     about a second. In the same transaction, the waiting jobs of the chunk
+//     are settled against their dependencies as they are now
+//     (storekit.SettleImported): one may have finished meanwhile.
 //
 // A process that dies leaves its import recorded and its lock file
 // unlocked (the kernel drops the flock). The next Open or Begin finds it:
@@ -81,7 +90,13 @@ func (b *bulkImport) Stage(ctx context.Context, jobs []*queue.Job) error {
 			return err
 		}
 		for _, j := range jobs {
-			if err := execStaged(ctx, st, j, b.id); err != nil {
+			j.ExistingID = ""
+			if storekit.Plain(j) {
+				err = execStaged(ctx, st, j, b.id)
+			} else {
+				err = storekit.Insert(ctx, stagedTx{insertTx{tx, st, &b.s.tally}, b.id}, j)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -127,12 +142,41 @@ func (b *bulkImport) Abort(ctx context.Context) error {
 	return nil
 }
 
-// publish makes a committed import's staged jobs pending, a chunk per
+// publishChunk makes a chunk of a committed import's staged jobs pending,
+// or waiting when they have dependencies, and settles those against the
+// dependencies' states now. It returns how many it published.
+const publishChunk = `UPDATE jobs SET import_id = NULL, state = CASE
+	WHEN EXISTS (SELECT 1 FROM job_deps d WHERE d.job_id = jobs.id) THEN 'waiting' ELSE 'pending' END
+	WHERE rowid IN (` + stagedRows + ` LIMIT ?) RETURNING id, queue, state`
+
+// publish makes a committed import's staged jobs visible, a chunk per
 // transaction, then forgets the import.
 func (s *Store) publish(ctx context.Context, id string) error {
 	for {
-		n, err := s.batch(ctx, false, stagedRows,
-			`UPDATE jobs SET state = 'pending', import_id = NULL WHERE rowid IN (%s) RETURNING queue, 'staged', state`, queue.ImportChunk, false, id)
+		var n int
+		err := s.write(ctx, false, func(tx *sql.Tx) error {
+			rows, err := tx.QueryContext(ctx, publishChunk, id, queue.ImportChunk)
+			if err != nil {
+				return err
+			}
+			var waiting []string
+			for n = 0; rows.Next(); n++ {
+				var jid, q, state string
+				if err := rows.Scan(&jid, &q, &state); err != nil {
+					rows.Close()
+					return err
+				}
+				s.tally.move(q, stateStaged, queue.State(state))
+				if state == string(queue.StateWaiting) {
+					waiting = append(waiting, jid)
+				}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			return storekit.SettleImported(ctx, settleTx{tx, &s.tally}, waiting, time.Now().UTC())
+		})
 		if err != nil {
 			return fmt.Errorf("publish jobs: %w", err)
 		}
@@ -237,4 +281,25 @@ func (s *Store) lockImport(id string) (f *os.File, ok bool, err error) {
 func (s *Store) unlockImport(id string, f *os.File) {
 	os.Remove(s.importLock(id))
 	f.Close()
+}
+
+// stagedTx runs storekit.Insert's steps for a job of import importID: it
+// inserts the job staged, and the jobs it runs after are stored ones or
+// ones this import staged (not another import's).
+type stagedTx struct {
+	insertTx
+	importID string
+}
+
+func (t stagedTx) DependencyStates(ctx context.Context, ids []string) (map[string]queue.State, error) {
+	return t.states(ctx, `SELECT id, state FROM jobs WHERE id IN (SELECT value FROM json_each(?1))
+		AND (state <> 'staged' OR import_id = ?2)`, ids, t.importID)
+}
+
+func (t stagedTx) Insert(ctx context.Context, j *queue.Job) (bool, error) {
+	err := execStaged(ctx, t.insert, j, t.importID)
+	if err != nil && j.UniqueKey != "" && strings.Contains(err.Error(), "jobs.unique_key") {
+		return false, nil
+	}
+	return err == nil, err
 }

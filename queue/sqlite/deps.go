@@ -71,3 +71,22 @@ func (t settleTx) leaveWaiting(ctx context.Context, to queue.State, move string,
 	}
 	return err
 }
+
+func (t settleTx) AfterStates(ctx context.Context, id string) ([]string, map[string]queue.State, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT d.dep_id, coalesce(j.state, '') FROM job_deps d
+		LEFT JOIN jobs j ON j.id = d.dep_id WHERE d.job_id = ? ORDER BY d.dep_id`, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var after []string
+	states := map[string]queue.State{}
+	for rows.Next() {
+		var dep, state string
+		if err := rows.Scan(&dep, &state); err != nil {
+			return nil, nil, err
+		}
+		after, states[dep] = append(after, dep), queue.State(state)
+	}
+	return after, states, rows.Err()
+}

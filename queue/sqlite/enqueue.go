@@ -96,8 +96,14 @@ func (t insertTx) UniqueHolder(ctx context.Context, key string, since time.Time)
 }
 
 func (t insertTx) DependencyStates(ctx context.Context, ids []string) (map[string]queue.State, error) {
+	return t.states(ctx, `SELECT id, state FROM jobs WHERE id IN (SELECT value FROM json_each(?1))`, ids)
+}
+
+// states runs query, which selects the id and state of the jobs ids names
+// (?1, a JSON array) and reads them by id.
+func (t insertTx) states(ctx context.Context, query string, ids []string, args ...any) (map[string]queue.State, error) {
 	b, _ := json.Marshal(ids)
-	rows, err := t.tx.QueryContext(ctx, `SELECT id, state FROM jobs WHERE id IN (SELECT value FROM json_each(?))`, string(b))
+	rows, err := t.tx.QueryContext(ctx, query, append([]any{string(b)}, args...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -172,11 +178,8 @@ func initialState(j *queue.Job) queue.State {
 
 // execStaged inserts one job of a bulk import with its import id.
 func execStaged(ctx context.Context, st *sql.Stmt, j *queue.Job, importID any) error {
-	if !storekit.Plain(j) {
-		return fmt.Errorf("%w: job %q: a bulk import (enqueue --file) takes no after or unique_key; enqueue it alone", queue.ErrInvalid, j.ID)
-	}
 	_, err := st.ExecContext(ctx, append(insertValues(j, ""), importID)...)
-	if isUnique(err) {
+	if isUnique(err) && !strings.Contains(err.Error(), "jobs.unique_key") {
 		return fmt.Errorf("%w: %q already exists", queue.ErrDuplicate, j.ID)
 	}
 	return err

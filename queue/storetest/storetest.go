@@ -70,6 +70,8 @@ func Run(t *testing.T, newDB NewDB) {
 		{"ImportAbort", testImportAbort},
 		{"ImportDuplicate", testImportDuplicate},
 		{"ImportLetsWorkersWrite", testImportLetsWorkersWrite},
+		{"ImportAfter", testImportAfter},
+		{"ImportUniqueKey", testImportUniqueKey},
 		{"LabelsAndHooks", testLabelsAndHooks},
 		{"UniqueKey", testUniqueKey},
 		{"UniqueKeyRace", testUniqueKeyRace},

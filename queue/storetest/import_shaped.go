@@ -1,0 +1,125 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/queuectl/queuectl/queue"
+)
+
+func after(ids ...string) func(n *queue.NewJob) { return func(n *queue.NewJob) { n.After = ids } }
+
+func keyed(key string) func(n *queue.NewJob) { return func(n *queue.NewJob) { n.UniqueKey = key } }
+
+// A bulk import takes jobs with dependencies: on stored jobs, or on jobs
+// staged earlier by the same import (not by another one). Each starts as
+// its dependencies decide once the import is visible, including a
+// dependency that finished while the import was open: no job is left
+// waiting for a job that already completed.
+func testImportAfter(t *testing.T, open Opener) {
+	s, worker := open(t), open(t)
+	deadJob(t, s, "dead", "default")
+	insert(t, s, job(t, "done", nil))
+	finish(t, s, claim(t, s, "w", 1, t0)[0], "w", succeeded(t0, ""), t0)
+	insert(t, s, job(t, "run", nil))
+	running := claim(t, s, "w", 1, t0)
+
+	shaped := func() []*queue.Job {
+		return []*queue.Job{
+			job(t, "first", nil),
+			job(t, "then", after("first", "done")),
+			job(t, "ready", after("done")),
+			job(t, "doomed", after("dead")),
+			job(t, "onrun", after("run")),
+		}
+	}
+	other := begin(t, s)
+	stage(t, other, []*queue.Job{job(t, "theirs", nil)})
+	imp := begin(t, s)
+	err := imp.Stage(ctx(t), []*queue.Job{job(t, "x", after("theirs"))})
+	if !errors.Is(err, queue.ErrInvalid) || !containsQuoted(err, "x") || !containsQuoted(err, "theirs") {
+		t.Fatalf("after a job another import staged: want ErrInvalid naming both, got %v", err)
+	}
+	if err := imp.Abort(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Abort(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+
+	imp = begin(t, s)
+	stage(t, imp, shaped())
+	err = imp.Stage(ctx(t), []*queue.Job{job(t, "fine", nil), job(t, "bad", after("first", "nope"))})
+	if !errors.Is(err, queue.ErrInvalid) || !containsQuoted(err, "bad") || !containsQuoted(err, "nope") {
+		t.Fatalf("after an unknown job: want ErrInvalid naming the job and the id, got %v", err)
+	}
+	if err := imp.Abort(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	checkVisible(t, s, 3, "first")
+
+	imp = begin(t, s)
+	stage(t, imp, shaped())
+	// The job onrun waits for completes while the import is open, from
+	// another handle: its settle cannot see the staged onrun.
+	finish(t, worker, running[0], "w", succeeded(t0, ""), t0)
+	if err := imp.Commit(ctx(t)); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	for id, want := range map[string]queue.State{"first": queue.StatePending, "then": queue.StateWaiting,
+		"ready": queue.StatePending, "doomed": queue.StateCancelled, "onrun": queue.StatePending} {
+		if got := get(t, s, id); got.State != want {
+			t.Errorf("%s: %s (%q), want %s", id, got.State, got.Error, want)
+		}
+	}
+	if got := get(t, s, "doomed"); got.Error != "dependency dead ended dead" {
+		t.Errorf("doomed: error %q", got.Error)
+	}
+	if got := get(t, s, "then"); !equal(got.After, []string{"done", "first"}) {
+		t.Errorf("then: after %v", got.After)
+	}
+	// Its dependency in the file completes: then is released like any job.
+	c := claim(t, s, "w", 10, t0)
+	for _, j := range c {
+		finish(t, s, j, "w", succeeded(t0, ""), t0)
+	}
+	if got := get(t, s, "then"); got.State != queue.StatePending {
+		t.Errorf("then, once first completed: %s", got.State)
+	}
+}
+
+// A job of a bulk import whose unique key an unfinished job holds, stored
+// or staged earlier by the same import, is not staged: ExistingID names
+// the holder, as Enqueue does.
+func testImportUniqueKey(t *testing.T, open Opener) {
+	s := open(t)
+	insert(t, s, job(t, "held", keyed("k1")))
+	imp := begin(t, s)
+	a, b, c, d := job(t, "a", keyed("k1")), job(t, "b", keyed("k2")), job(t, "c", keyed("k2")), job(t, "d", keyed("k3"))
+	stage(t, imp, []*queue.Job{a, b})
+	stage(t, imp, []*queue.Job{c, d})
+	if a.ExistingID != "held" || b.ExistingID != "" || c.ExistingID != "b" || d.ExistingID != "" {
+		t.Fatalf("ExistingID: a %q b %q c %q d %q; want held, none, b, none", a.ExistingID, b.ExistingID, c.ExistingID, d.ExistingID)
+	}
+	if err := imp.Commit(ctx(t)); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	checkVisible(t, s, 3, "a")
+	if _, err := s.GetJob(ctx(t), "c"); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("the duplicate in the import was stored: %v", err)
+	}
+	if got := get(t, s, "b"); got.UniqueKey != "k2" || got.State != queue.StatePending {
+		t.Fatalf("b: %+v", got)
+	}
+	// An aborted import holds no key.
+	imp = begin(t, s)
+	stage(t, imp, []*queue.Job{job(t, "e", keyed("k4"))})
+	if err := imp.Abort(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	f := job(t, "f", keyed("k4"))
+	insert(t, s, f)
+	if f.ExistingID != "" {
+		t.Fatalf("key of an aborted import still held by %q", f.ExistingID)
+	}
+}
