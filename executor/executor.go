@@ -27,6 +27,11 @@
 // probed with signal 0, and a group id is never reused while any process is
 // left in the group. An empty group, the common case, costs no scan of /proc.
 //
+// On Linux the wait for the shell's exit is parked on the runtime's poller
+// through a pidfd (kernel 5.4 and later; older kernels fall back to a
+// blocking waitid), so a worker running 64 long jobs holds a handful of OS
+// threads, not one per job.
+//
 // # Output
 //
 // Stdout and stderr share one pipe, so their lines interleave in the order
@@ -159,7 +164,7 @@ func (e *Executor) Config() Config {
 func (e *Executor) Run(ctx context.Context, c Command) Result {
 	began := time.Now() // monotonic: the run time is measured on this host alone
 	res := Result{ExitCode: -1, Started: began.UTC()}
-	cmd, pr, err := e.start(ctx, c, &res)
+	cmd, pr, pidfd, err := e.start(ctx, c, &res)
 	if err != nil {
 		res.StartErr = err
 		res.Finished = res.Started.Add(time.Since(began))
@@ -174,7 +179,7 @@ func (e *Executor) Run(ctx context.Context, c Command) Result {
 	// it has already been reaped (only on platforms or in error paths where
 	// waiting without reaping is impossible).
 	exited := make(chan bool, 1)
-	go func() { exited <- waitExit(cmd) }()
+	go func() { exited <- waitExit(cmd, pidfd) }()
 
 	var timeout <-chan time.Time
 	if c.Timeout > 0 {
@@ -218,35 +223,40 @@ func (e *Executor) Run(ctx context.Context, c Command) Result {
 }
 
 // start checks what would keep c from starting and starts its shell in a
-// process group of its own, writing into the returned pipe. On an error
-// nothing runs; res carries what the caller reports besides the error.
-func (e *Executor) start(ctx context.Context, c Command, res *Result) (*exec.Cmd, *os.File, error) {
+// process group of its own, writing into the returned pipe; pidfd is the
+// child's pidfd, which the caller must close, or -1. On an error nothing
+// runs; res carries what the caller reports besides the error.
+func (e *Executor) start(ctx context.Context, c Command, res *Result) (cmd *exec.Cmd, pr *os.File, pidfd int, err error) {
 	if err := ctx.Err(); err != nil {
 		res.Canceled = true
-		return nil, nil, fmt.Errorf("start command: %w", err)
+		return nil, nil, -1, fmt.Errorf("start command: %w", err)
 	}
 	if err := checkDir(c.Dir); err != nil {
 		res.Output = []byte("queuectl: " + err.Error() + "\n")
-		return nil, nil, fmt.Errorf("start command: %w", err)
+		return nil, nil, -1, fmt.Errorf("start command: %w", err)
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return nil, nil, fmt.Errorf("create output pipe: %w", err)
+		return nil, nil, -1, fmt.Errorf("create output pipe: %w", err)
 	}
 
-	cmd := exec.Command(e.cfg.Shell[0], append(slices.Clone(e.cfg.Shell[1:]), c.Script)...)
+	cmd = exec.Command(e.cfg.Shell[0], append(slices.Clone(e.cfg.Shell[1:]), c.Script)...)
 	cmd.Env = append(os.Environ(), c.Env...) // exec keeps the last of duplicate keys
 	cmd.Dir = c.Dir
 	cmd.Stdout, cmd.Stderr = pw, pw // *os.File: the child writes straight into our pipe
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	fd := askPidfd(cmd.SysProcAttr)
 
 	err = cmd.Start()
 	pw.Close() // only the child (and its descendants) hold the write end now
 	if err != nil {
 		pr.Close()
-		return nil, nil, fmt.Errorf("start command: %w", err)
+		if *fd >= 0 {
+			syscall.Close(*fd)
+		}
+		return nil, nil, -1, fmt.Errorf("start command: %w", err)
 	}
-	return cmd, pr, nil
+	return cmd, pr, *fd, nil
 }
 
 // readOutput copies the pipe into a capped buffer until every writer is
