@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -22,11 +23,23 @@ import (
 // per job next to what the jobs' processes cost.
 
 // spawnRate is the parallel-spawn baseline: loops goroutines, each running
-// `sh -c true` with os/exec one after another, until n have run.
+// `sh -c true` with os/exec one after another, n in all; it returns jobs/s.
 func spawnRate(ctx context.Context, n, loops int) (float64, error) {
+	r, err := spawnLoops(ctx, n, loops)
+	return r.rate, err
+}
+
+// spawnRun is one run of the parallel-spawn baseline: its rate, and the CPU
+// per spawn of this process alone (user + system, ms), which is what
+// starting and waiting for a child costs a parent that does nothing else:
+// the floor under a worker's own CPU per shell job.
+type spawnRun struct{ rate, own float64 }
+
+func spawnLoops(ctx context.Context, n, loops int) (spawnRun, error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, loops)
+	cpu0 := selfCPU()
 	start := time.Now()
 	for range loops {
 		wg.Go(func() {
@@ -40,11 +53,21 @@ func spawnRate(ctx context.Context, n, loops int) (float64, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	own := selfCPU() - cpu0
 	close(errs)
 	if err := <-errs; err != nil {
-		return 0, err
+		return spawnRun{}, err
 	}
-	return float64(n) / elapsed.Seconds(), nil
+	return spawnRun{rate: float64(n) / elapsed.Seconds(), own: float64(own.Microseconds()) / 1000 / float64(n)}, nil
+}
+
+// selfCPU is this process's user + system CPU so far, without children.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // shellRun is one run of shell jobs through worker processes.
@@ -290,17 +313,25 @@ func figure(runs []shellRun, f func(shellRun) float64) []float64 {
 // cores there are, and each core runs at most 1 / (CPU per job).
 func (b *runner) cpu(ctx context.Context) ([]Result, error) {
 	var runs []shellRun
+	var floor []float64
 	for range b.cfg.Runs {
 		r, err := b.oneShellRun(ctx, b.cfg.Workers, 1)
 		if err != nil {
 			return nil, err
 		}
-		runs = append(runs, r)
+		sp, err := spawnLoops(ctx, b.cfg.ShellJobs, b.cfg.Workers)
+		if err != nil {
+			return nil, err
+		}
+		runs, floor = append(runs, r), append(floor, sp.own)
 	}
 	w := fmt.Sprintf(", %d worker processes", b.cfg.Workers)
+	own := figure(runs, shellRun.own)
 	out := []Result{
 		result("cpu", "queuectl's own CPU per job, user"+w, "ms", figure(runs, func(r shellRun) float64 { return r.user }), "", 0, "lower"),
 		result("cpu", "queuectl's own CPU per job, system"+w, "ms", figure(runs, func(r shellRun) float64 { return r.sys }), "", 0, "lower"),
+		result("cpu", fmt.Sprintf("baseline: a parent's own CPU per spawn, %d loops of sh -c true (os/exec)", b.cfg.Workers), "ms", floor, "", 0, "lower"),
+		result("cpu", "queuectl's own CPU per job (user + system)"+w, "ms", own, "a parent's CPU per spawn", median(floor), "lower"),
 		result("cpu", "the job's processes' CPU per job (sh -c true), user"+w, "ms", figure(runs, func(r shellRun) float64 { return r.childUser }), "", 0, "lower"),
 		result("cpu", "the job's processes' CPU per job (sh -c true), system"+w, "ms", figure(runs, func(r shellRun) float64 { return r.childSys }), "", 0, "lower"),
 	}
@@ -311,7 +342,6 @@ func (b *runner) cpu(ctx context.Context) ([]Result, error) {
 			result("cpu", "projected ceiling on any number of cores: 1 / write-lock time per job", "jobs/s", inverse(lock), "", 0, "higher"))
 	}
 	all := figure(runs, func(r shellRun) float64 { return r.own() + r.childUser + r.childSys })
-	own := figure(runs, shellRun.own)
 	perCore := result("cpu", "CPU-bound rate per core: 1 / (own + the job's CPU per job)", "jobs/s", inverse(all), "", 0, "higher")
 	perCore.Note = fmt.Sprintf("queuectl alone (1 / own CPU per job): %.0f jobs/s per core; this machine has %d", median(inverse(own)), runtime.NumCPU())
 	rate := result("cpu", "measured rate of these runs"+w, "jobs/s", figure(runs, func(r shellRun) float64 { return r.rate }), "", 0, "higher")
