@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -205,5 +206,40 @@ func TestPauseAndResumeFromPages(t *testing.T) {
 	v := h.signIn(viewerToken)
 	if body, _ := h.page("/workers", v); strings.Contains(body, `id="pause-mail"`) {
 		t.Error("a viewer is offered the pause button")
+	}
+}
+
+// queueRow returns the cells of queue name's row in a page's queue table
+// that follow the cell holding the name.
+func queueRow(t *testing.T, body, name string) []string {
+	t.Helper()
+	start := strings.Index(body, `<a href="/jobs?queue=`+name+`"`)
+	if start < 0 {
+		t.Fatalf("no row for queue %s in:\n%s", name, body)
+	}
+	row := body[start:]
+	row = row[:strings.Index(row, "</tr>")]
+	var cells []string
+	for _, m := range regexp.MustCompile(`<td[^>]*>(.*?)</td>`).FindAllStringSubmatch(row, -1) {
+		cells = append(cells, strings.TrimSpace(regexp.MustCompile(`<[^>]+>`).ReplaceAllString(m[1], "")))
+	}
+	return cells
+}
+
+func TestQueueTableShowsScheduledJobs(t *testing.T) {
+	h := tokens(t)
+	h.enqueue(`{"id":"now","command":"true","queue":"later"}`)
+	h.enqueue(`{"id":"soon","command":"true","queue":"later","run_at":"+1h"}`)
+	h.enqueue(`{"id":"sooner","command":"true","queue":"later","run_at":"+5m"}`)
+	c := h.signIn(viewerToken)
+	for _, path := range []string{"/", "/workers"} {
+		body, _ := h.page(path, c)
+		if !strings.Contains(body, ">Scheduled</th>") {
+			t.Fatalf("%s: the queue table has no Scheduled column", path)
+		}
+		// The cells after the name's: pending (due), scheduled, running.
+		if cells := queueRow(t, body, "later"); len(cells) < 3 || cells[0] != "1" || cells[1] != "2" || cells[2] != "0" {
+			t.Errorf("%s: queue later's row %q, want 1 pending, 2 scheduled, 0 running", path, cells)
+		}
 	}
 }
