@@ -74,6 +74,15 @@ type Store interface {
 	CountJobs(ctx context.Context) ([]Count, error)
 	// AttemptStats returns finished attempts since the given time, for stats.
 	AttemptStats(ctx context.Context, since time.Time) ([]AttemptStat, error)
+	// RunTimes sums the run-time histograms the store keeps of finished
+	// attempts over a window (see RunTimeParams), per queue, outcome
+	// class and run-time bucket: a number of rows bounded by the window's
+	// hours, whatever the number of attempts.
+	RunTimes(ctx context.Context, p RunTimeParams) ([]RunTimeCount, error)
+	// SlowestAttempts returns the p.Limit longest attempts of the window
+	// RunTimes counts for p.Since, longest first (equal ones in any
+	// order), reading a bounded number of index entries per minute.
+	SlowestAttempts(ctx context.Context, p SlowestParams) ([]AttemptStat, error)
 	// Metrics returns the figures the database keeps for monitoring: a
 	// bounded number of cheap reads, whatever the size of the tables.
 	Metrics(ctx context.Context, now time.Time) (*Metrics, error)

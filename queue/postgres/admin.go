@@ -108,6 +108,9 @@ func (s *Store) DiscardJobs(ctx context.Context, p queue.DiscardParams) ([]strin
 			return err
 		}
 		gone = ids
+		if err := forgetAttempts(ctx, tx, ids); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, `DELETE FROM jobs WHERE id = ANY($1) RETURNING id, state`, gone)
 		if err != nil {
 			return err
@@ -183,18 +186,94 @@ func (c cancelTx) RequestCancel(ctx context.Context, id string, now time.Time) e
 }
 
 // DeleteJobs implements queue.Store. History goes with its job (ON DELETE
-// CASCADE).
+// CASCADE), and out of the run-time histograms: the jobs are locked first,
+// so that no attempt is added to them between the two.
 func (s *Store) DeleteJobs(ctx context.Context, p queue.DeleteParams) (int, error) {
 	states, err := queue.DeletableStates(p.States)
 	if err != nil {
 		return 0, fmt.Errorf("delete jobs: %w", err)
 	}
-	n, err := s.batch(ctx, `SELECT id FROM jobs WHERE updated_at < $1 AND state = ANY($2)`,
-		`DELETE FROM jobs WHERE id IN (%s)`, p.Limit, p.DryRun, p.Before, stateStrings(states))
+	match := `SELECT id FROM jobs WHERE updated_at < $1 AND state = ANY($2)`
+	var n int
+	if p.DryRun {
+		n, err = s.batch(ctx, match, "", p.Limit, true, p.Before, stateStrings(states))
+	} else {
+		n, err = s.deleteJobs(ctx, match, p.Limit, p.Before, stateStrings(states))
+	}
 	if err != nil {
 		return 0, fmt.Errorf("delete jobs: %w", err)
 	}
 	return n, nil
+}
+
+// deleteJobs deletes at most limit (0: all) of the jobs match selects, in
+// one transaction, and takes their attempts out of the run-time histograms.
+func (s *Store) deleteJobs(ctx context.Context, match string, limit int, args ...any) (int, error) {
+	if limit > 0 {
+		match += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	var n int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, match+` FOR UPDATE`, args...)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		if err := forgetAttempts(ctx, tx, ids); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ANY($1)`, ids)
+		n = int(tag.RowsAffected())
+		return err
+	})
+	return n, err
+}
+
+// forgetRuns takes the attempts of the jobs $1 out of run_slots, computing
+// their slots and buckets as count_attempts (migration 10) does. It locks
+// the rows in key order, as count_attempts does, so that the two cannot
+// deadlock: hence an upsert, which never inserts (the rows exist) or, if
+// it did, would insert a row that forgetAttempts deletes at once.
+const forgetRuns = `INSERT INTO run_slots AS r (span, slot, queue, class, le_us, n, min_us, max_us)
+	SELECT s.span, date_trunc(s.span, a.finished_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', j.queue,
+		CASE WHEN a.outcome IN ('succeeded', 'interrupted') THEN a.outcome ELSE 'failed' END,
+		(SELECT min(le_us) FROM run_buckets
+			WHERE le_us >= (extract(epoch FROM a.finished_at - coalesce(a.started_at, a.finished_at)) * 1000000)::bigint),
+		-count(*), 0, 0
+	FROM jobs j JOIN attempts a ON a.job_id = j.id CROSS JOIN (VALUES ('minute'), ('hour')) s(span)
+	WHERE j.id = ANY($1)
+	GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
+	ON CONFLICT (span, slot, queue, class, le_us) DO UPDATE SET n = r.n + excluded.n
+	RETURNING span, slot, n`
+
+// forgetAttempts takes the attempts of jobs about to be deleted out of the
+// run-time histograms, and deletes the histogram rows that count nothing
+// any more.
+func forgetAttempts(ctx context.Context, tx pgx.Tx, ids []string) error {
+	rows, err := tx.Query(ctx, forgetRuns, ids)
+	if err != nil {
+		return err
+	}
+	var spans []string
+	var slots []time.Time
+	var span string
+	var slot time.Time
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&span, &slot, &n}, func() error {
+		if n <= 0 {
+			spans, slots = append(spans, span), append(slots, slot)
+		}
+		return nil
+	})
+	if err != nil || len(spans) == 0 {
+		return err
+	}
+	_, err = tx.Exec(ctx, `DELETE FROM run_slots WHERE n <= 0 AND (span, slot) IN (SELECT * FROM unnest($1::text[], $2::timestamptz[]))`,
+		spans, slots)
+	return err
 }
 
 // PruneOutput implements queue.Store.

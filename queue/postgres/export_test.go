@@ -25,3 +25,10 @@ func (s *Store) Setting(ctx context.Context, name string) (string, error) {
 	err := s.pool.QueryRow(ctx, `SELECT current_setting($1)`, name).Scan(&v)
 	return v, err
 }
+
+// LongestSQL and RunTimesSQL expose the statistics' reads for the plan
+// test.
+const (
+	LongestSQL  = longest
+	RunTimesSQL = runTimes
+)

@@ -14,7 +14,7 @@ import (
 // schemaAt brings a new schema to version v with the migration files as
 // they are in the tree, the way an older binary left it, and returns a
 // connection to it.
-func schemaAt(t *testing.T, v int) (u string, c *pgx.Conn) {
+func schemaAt(t testing.TB, v int) (u string, c *pgx.Conn) {
 	t.Helper()
 	_, u = newSchema(t)
 	files, err := filepath.Glob("migrations/*.sql")
@@ -39,7 +39,7 @@ func schemaAt(t *testing.T, v int) (u string, c *pgx.Conn) {
 	return u, c
 }
 
-func mustExec(t *testing.T, c *pgx.Conn, sql string, args ...any) {
+func mustExec(t testing.TB, c *pgx.Conn, sql string, args ...any) {
 	t.Helper()
 	if _, err := c.Exec(tctx(t), sql, args...); err != nil {
 		t.Fatalf("%.60s: %v", sql, err)

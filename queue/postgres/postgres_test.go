@@ -31,7 +31,7 @@ var (
 	reachErr  error
 )
 
-func baseURL(t *testing.T) string {
+func baseURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv("TEST_DATABASE_URL")
 	if u == "" {
@@ -52,14 +52,14 @@ func baseURL(t *testing.T) string {
 	return u
 }
 
-func tctx(t *testing.T) context.Context {
+func tctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return c
 }
 
 // admin runs statements on a connection of its own, outside any store.
-func admin(t *testing.T, sql string, args ...any) {
+func admin(t testing.TB, sql string, args ...any) {
 	t.Helper()
 	if err := adminErr(baseURL(t), sql, args...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
@@ -100,7 +100,7 @@ func randomName(prefix string) string {
 }
 
 // withParams adds connection parameters to a URL or key=value string.
-func withParams(t *testing.T, base string, kv ...string) string {
+func withParams(t testing.TB, base string, kv ...string) string {
 	t.Helper()
 	if strings.HasPrefix(base, "postgres://") || strings.HasPrefix(base, "postgresql://") {
 		u, err := url.Parse(base)
@@ -122,7 +122,7 @@ func withParams(t *testing.T, base string, kv ...string) string {
 
 // newSchema creates an empty schema for one test and returns its name and
 // a URL whose search_path (and application_name) is that schema.
-func newSchema(t *testing.T) (schema, u string) {
+func newSchema(t testing.TB) (schema, u string) {
 	t.Helper()
 	base := baseURL(t)
 	schema = randomName("qt_")
@@ -135,7 +135,7 @@ func newSchema(t *testing.T) (schema, u string) {
 	return schema, withParams(t, base, "search_path", schema, "application_name", schema)
 }
 
-func open(t *testing.T, u string) *postgres.Store {
+func open(t testing.TB, u string) *postgres.Store {
 	t.Helper()
 	s, err := postgres.Open(tctx(t), u)
 	if err != nil {

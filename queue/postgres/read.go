@@ -233,3 +233,95 @@ func (s *Store) AttemptStats(ctx context.Context, since time.Time) ([]queue.Atte
 	}
 	return out, nil
 }
+
+// runTimes sums run_slots (migration 10) over a window: the minutes from
+// $1 until $2, the hours from $2 on, per step of $3 microseconds from $1
+// (one sum when $3 is 0).
+const runTimes = `SELECT queue, CASE WHEN $3::bigint > 0 THEN floor(extract(epoch FROM slot - $1) * 1000000 / $3::bigint)::bigint ELSE 0 END AS step,
+		class, le_us, sum(n)::bigint, min(min_us), max(max_us)
+	FROM (SELECT slot, queue, class, le_us, n, min_us, max_us FROM run_slots WHERE span = 'minute' AND slot >= $1 AND slot < $2
+		UNION ALL
+		SELECT slot, queue, class, le_us, n, min_us, max_us FROM run_slots WHERE span = 'hour' AND slot >= $2) s
+	GROUP BY queue, step, class, le_us HAVING sum(n) > 0`
+
+// noHours stands for "no hour slots" in runTimes.
+var noHours = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// RunTimes implements queue.Store.
+func (s *Store) RunTimes(ctx context.Context, p queue.RunTimeParams) ([]queue.RunTimeCount, error) {
+	hours := p.Hours()
+	if hours.IsZero() {
+		hours = noHours
+	}
+	rows, err := s.pool.Query(ctx, runTimes, p.Start(), hours, p.Step.Microseconds())
+	if err != nil {
+		return nil, fmt.Errorf("run times: %w", err)
+	}
+	out, err := collect(rows, func(r pgx.CollectableRow) (c queue.RunTimeCount, err error) {
+		var step int64
+		var class string
+		err = r.Scan(&c.Queue, &step, &class, &c.LE, &c.N, &c.Min, &c.Max)
+		c.Class = queue.Outcome(class)
+		if p.Step > 0 {
+			c.Slot = p.Start().Add(time.Duration(step) * p.Step)
+		}
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("run times: %w", err)
+	}
+	return out, nil
+}
+
+// SlowestAttempts implements queue.Store.
+func (s *Store) SlowestAttempts(ctx context.Context, p queue.SlowestParams) ([]queue.AttemptStat, error) {
+	out, err := storekit.Slowest(ctx, slowestSource{s}, p)
+	if err != nil {
+		return nil, fmt.Errorf("slowest attempts: %w", err)
+	}
+	return out, nil
+}
+
+// slowestSource reads storekit.Slowest's figures.
+type slowestSource struct{ s *Store }
+
+func (r slowestSource) HourMaxima(ctx context.Context, hour time.Time) ([]storekit.SlotMax, error) {
+	rows, err := r.s.pool.Query(ctx, `SELECT slot, max(max_us) FROM run_slots WHERE span = 'hour' AND slot >= $1 GROUP BY slot`, hour)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, func(r pgx.CollectableRow) (m storekit.SlotMax, err error) {
+		err = r.Scan(&m.Slot, &m.Max)
+		m.Slot = m.Slot.UTC()
+		return m, err
+	})
+}
+
+// longest reads the longest attempts of each minute from $1 until $2 from
+// the end of its range of attempts_slowest: the index's expressions, to
+// the letter.
+const longest = `SELECT x.job_id, j.queue, x.outcome, x.d, x.finished_at
+	FROM generate_series($1::timestamptz, $2::timestamptz - interval '1 minute', interval '1 minute') m(minute)
+	CROSS JOIN LATERAL (
+		SELECT a.job_id, a.outcome, a.finished_at,
+			(extract(epoch FROM a.finished_at - coalesce(a.started_at, a.finished_at)) * 1000000)::bigint AS d
+		FROM attempts a
+		WHERE date_trunc('minute', a.finished_at AT TIME ZONE 'UTC') = m.minute AT TIME ZONE 'UTC'
+			AND (extract(epoch FROM a.finished_at - coalesce(a.started_at, a.finished_at)) * 1000000)::bigint >= $3
+		ORDER BY (extract(epoch FROM a.finished_at - coalesce(a.started_at, a.finished_at)) * 1000000)::bigint DESC
+		LIMIT $4) x
+	JOIN jobs j ON j.id = x.job_id`
+
+func (r slowestSource) Longest(ctx context.Context, from, to time.Time, atLeast int64, limit int) ([]queue.AttemptStat, error) {
+	rows, err := r.s.pool.Query(ctx, longest, from, to, atLeast, limit)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, func(r pgx.CollectableRow) (a queue.AttemptStat, err error) {
+		var outcome string
+		var d int64
+		err = r.Scan(&a.JobID, &a.Queue, &outcome, &d, &a.FinishedAt)
+		a.Outcome, a.Duration, a.FinishedAt = queue.Outcome(outcome), time.Duration(d)*time.Microsecond, a.FinishedAt.UTC()
+		return a, err
+	})
+}

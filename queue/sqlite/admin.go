@@ -79,6 +79,10 @@ func (s *Store) DiscardJobs(ctx context.Context, p queue.DiscardParams) ([]strin
 		if err != nil {
 			return err
 		}
+		list, _ := json.Marshal(ids)
+		if err := forgetAttempts(ctx, tx, string(list)); err != nil {
+			return err
+		}
 		var unfinished []string
 		for _, id := range ids {
 			var q, state string
@@ -158,12 +162,105 @@ func (s *Store) DeleteJobs(ctx context.Context, p queue.DeleteParams) (int, erro
 	for _, st := range states {
 		args = append(args, string(st))
 	}
-	n, err := s.batch(ctx, true, `SELECT rowid FROM jobs WHERE updated_at < ? AND state IN (`+placeholders(len(states))+`)`,
-		`DELETE FROM jobs WHERE rowid IN (%s) RETURNING queue, state, ''`, p.Limit, p.DryRun, args...)
+	match := `SELECT id FROM jobs WHERE updated_at < ? AND state IN (` + placeholders(len(states)) + `)`
+	var n int
+	if p.DryRun {
+		n, err = s.batch(ctx, false, match, "", p.Limit, true, args...)
+	} else {
+		n, err = s.deleteJobs(ctx, match, p.Limit, args...)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("delete jobs: %w", err)
 	}
 	return n, nil
+}
+
+// deleteJobs deletes at most limit (0: all) of the jobs match selects, in
+// one write transaction, and takes their attempts out of the run-time
+// histograms.
+func (s *Store) deleteJobs(ctx context.Context, match string, limit int, args ...any) (int, error) {
+	if limit > 0 {
+		match += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	var n int
+	err := s.write(ctx, true, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, match, args...)
+		if err != nil {
+			return err
+		}
+		ids, err := scanColumn[string](rows)
+		if err != nil {
+			return err
+		}
+		list, _ := json.Marshal(ids)
+		if err := forgetAttempts(ctx, tx, string(list)); err != nil {
+			return err
+		}
+		rows, err = tx.QueryContext(ctx, `DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(?)) RETURNING queue, state`, string(list))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for n = 0; rows.Next(); n++ {
+			var q, state string
+			if err := rows.Scan(&q, &state); err != nil {
+				return err
+			}
+			s.tally.move(q, queue.State(state), "")
+		}
+		return rows.Err()
+	})
+	return n, err
+}
+
+// forgetRuns takes the attempts of the jobs ?1 (a JSON array of ids) out
+// of run_slots, computing their slots and buckets as counts.go does, and
+// returns the slots it changed with what they count now.
+const forgetRuns = `UPDATE run_slots SET n = run_slots.n - g.n
+	FROM (SELECT s.span, a.finished_at - a.finished_at % s.span AS slot, j.queue,
+			CASE WHEN a.outcome IN ('succeeded', 'interrupted') THEN a.outcome ELSE 'failed' END AS class,
+			(SELECT min(le_us) FROM run_buckets WHERE le_us >= a.finished_at - coalesce(a.started_at, a.finished_at)) AS le_us,
+			count(*) AS n
+		FROM jobs j JOIN attempts a ON a.job_id = j.id JOIN (SELECT 60000000 AS span UNION ALL SELECT 3600000000) s
+		WHERE j.id IN (SELECT value FROM json_each(?1))
+		GROUP BY 1, 2, 3, 4, 5) AS g
+	WHERE run_slots.span = g.span AND run_slots.slot = g.slot AND run_slots.queue = g.queue
+		AND run_slots.class = g.class AND run_slots.le_us = g.le_us
+	RETURNING span, slot, n`
+
+// forgetAttempts takes the attempts of jobs about to be deleted (ids, a
+// JSON array) out of the run-time histograms, and deletes the histogram
+// rows that count nothing any more.
+func forgetAttempts(ctx context.Context, tx *sql.Tx, ids string) error {
+	rows, err := tx.QueryContext(ctx, forgetRuns, ids)
+	if err != nil {
+		return err
+	}
+	type slot struct{ span, slot int64 }
+	emptied := map[slot]bool{}
+	for rows.Next() {
+		var k slot
+		var n int64
+		if err := rows.Scan(&k.span, &k.slot, &n); err != nil {
+			rows.Close()
+			return err
+		}
+		if n <= 0 {
+			emptied[k] = true
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(emptied) == 0 {
+		return err
+	}
+	var pairs [][2]int64
+	for k := range emptied {
+		pairs = append(pairs, [2]int64{k.span, k.slot})
+	}
+	list, _ := json.Marshal(pairs)
+	_, err = tx.ExecContext(ctx, `DELETE FROM run_slots WHERE n <= 0 AND (span, slot) IN
+		(SELECT value ->> 0, value ->> 1 FROM json_each(?))`, string(list))
+	return err
 }
 
 // PruneOutput implements queue.Store.
@@ -178,8 +275,8 @@ func (s *Store) PruneOutput(ctx context.Context, p queue.PruneOutputParams) (int
 
 // batch runs change (a statement with %s for the rows) on at most limit
 // rows that match selects (0: all) in one write transaction, or only
-// counts them. A change of jobs ends in RETURNING queue, old state, new
-// state (empty for none), so that the counters follow.
+// counts them. The counters do not follow the change: it must not delete
+// or move counted jobs (staged ones are not counted).
 func (s *Store) batch(ctx context.Context, full bool, match, change string, limit int, dryRun bool, args ...any) (int, error) {
 	if limit > 0 {
 		match += fmt.Sprintf(" LIMIT %d", limit)
@@ -191,27 +288,12 @@ func (s *Store) batch(ctx context.Context, full bool, match, change string, limi
 	}
 	var n int64
 	err := s.write(ctx, full, func(tx *sql.Tx) error {
-		if !strings.Contains(change, "RETURNING") {
-			res, err := tx.ExecContext(ctx, fmt.Sprintf(change, match), args...)
-			if err != nil {
-				return err
-			}
-			n, err = res.RowsAffected()
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, fmt.Sprintf(change, match), args...)
+		res, err := tx.ExecContext(ctx, fmt.Sprintf(change, match), args...)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for n = 0; rows.Next(); n++ {
-			var q, from, to string
-			if err := rows.Scan(&q, &from, &to); err != nil {
-				return err
-			}
-			s.tally.move(q, queue.State(from), queue.State(to))
-		}
-		return rows.Err()
+		n, err = res.RowsAffected()
+		return err
 	})
 	return int(n), err
 }

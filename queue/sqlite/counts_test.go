@@ -62,7 +62,17 @@ func withOracle(t *testing.T, path string) {
 	t.Cleanup(func() { checkCounters(t, path) })
 }
 
-// checkCounters compares the counters with a full count and the oracle.
+// slotsOracle counts the stored attempts into run-time histogram rows
+// afresh, in SQL of its own.
+const slotsOracle = `WITH a AS (
+		SELECT a.finished_at AS f, j.queue, CASE WHEN a.outcome IN ('succeeded', 'interrupted') THEN a.outcome ELSE 'failed' END AS class,
+			(SELECT min(le_us) FROM run_buckets WHERE le_us >= a.finished_at - coalesce(a.started_at, a.finished_at)) AS le
+		FROM attempts a JOIN jobs j ON j.id = a.job_id)
+	SELECT s.span, f - f % s.span AS slot, queue, class, le, count(*)
+	FROM a, (SELECT 60000000 AS span UNION ALL SELECT 3600000000) s
+	GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5`
+
+// checkCounters compares the counters with a full count and the oracles.
 func checkCounters(t *testing.T, path string) {
 	t.Helper()
 	raw, err := sqlite.OpenRaw(path)
@@ -77,6 +87,7 @@ func checkCounters(t *testing.T, path string) {
 			`SELECT queue, outcome, le_us, n, sum_us FROM check_attempt_totals ORDER BY 1, 2, 3`},
 		{"start delay totals", `SELECT queue, le_us, n, sum_us FROM start_delay_totals ORDER BY 1, 2`,
 			`SELECT queue, le_us, n, sum_us FROM check_start_delay_totals ORDER BY 1, 2`},
+		{"run-time histograms", `SELECT span, slot, queue, class, le_us, n FROM run_slots ORDER BY 1, 2, 3, 4, 5`, slotsOracle},
 	} {
 		kept, want := rowsText(t, raw, c.kept), rowsText(t, raw, c.want)
 		if !reflect.DeepEqual(kept, want) {

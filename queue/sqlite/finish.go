@@ -137,7 +137,7 @@ func (s *Store) afterFinish(ctx context.Context, tx *sql.Tx, fs []queue.Finish, 
 	for i, f := range fs {
 		if j := jobs[f.JobID]; applied[i] {
 			s.tally.move(j.queue, queue.StateProcessing, queue.State(j.state))
-			s.tally.attempt(j.queue, f.Record.Outcome, runTime(f.Record))
+			s.tally.attempt(j.queue, f.Record.Outcome, runTime(f.Record), toUS(f.Record.FinishedAt))
 		}
 	}
 	drop, err := s.stmt(ctx, tx, dropLive)

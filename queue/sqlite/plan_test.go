@@ -17,7 +17,7 @@ func TestClaimUsesIndexInOrder(t *testing.T) {
 	}
 	defer s.Close()
 	for _, queues := range [][]string{nil, {"a"}, {"a", "b"}} {
-		q := `EXPLAIN QUERY PLAN ` + freeQuery(queues)
+		q := freeQuery(queues)
 		args := []any{5}
 		for range 2 {
 			for _, x := range queues {
@@ -25,21 +25,60 @@ func TestClaimUsesIndexInOrder(t *testing.T) {
 			}
 		}
 		args = append(args, 3)
-		rows, err := s.readDB.Query(q, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var a, b, c int
-			var d string
-			rows.Scan(&a, &b, &c, &d)
-			plan = append(plan, d)
-		}
-		rows.Close()
-		p := strings.Join(plan, "; ")
+		p := queryPlan(t, s, q, args...)
 		if !strings.Contains(p, "jobs_claim") || strings.Contains(p, "TEMP B-TREE") || strings.Contains(p, "CORRELATED SCALAR SUBQUERY 2") {
 			t.Errorf("queues %v: plan %q", queues, p)
 		}
 	}
+}
+
+// TestStatsReadIndexRanges checks that statistics read ranges of
+// run_slots' key and of attempts_slowest, never a whole table, and never
+// sort the attempts of a minute.
+func TestStatsReadIndexRanges(t *testing.T) {
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "q.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, c := range []struct {
+		query string
+		args  []any
+		want  []string
+	}{
+		{runTimes, []any{1, 2, 0}, []string{"SEARCH run_slots USING PRIMARY KEY (span=? AND slot>? AND slot<?)",
+			"SEARCH run_slots USING PRIMARY KEY (span=? AND slot>?)"}},
+		{hourMaxima, []any{1}, []string{"SEARCH run_slots USING PRIMARY KEY (span=? AND slot>?)"}},
+		{longest, []any{1, 2, 3}, []string{"SEARCH a USING INDEX attempts_slowest (<expr>=? AND <expr>>?)"}},
+	} {
+		p := queryPlan(t, s, c.query, c.args...)
+		for _, w := range c.want {
+			if !strings.Contains(p, w) {
+				t.Errorf("plan %q lacks %q", p, w)
+			}
+		}
+		if strings.Contains(p, "SCAN run_slots") || strings.Contains(p, "SCAN a") || strings.Contains(p, "TEMP B-TREE FOR ORDER BY") {
+			t.Errorf("plan %q scans a table or sorts", p)
+		}
+	}
+}
+
+// queryPlan is SQLite's plan of query, its steps joined by "; ".
+func queryPlan(t *testing.T, s *Store, query string, args ...any) string {
+	t.Helper()
+	rows, err := s.readDB.Query(`EXPLAIN QUERY PLAN `+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var a, b, c int
+		var d string
+		if err := rows.Scan(&a, &b, &c, &d); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, d)
+	}
+	return strings.Join(plan, "; ")
 }

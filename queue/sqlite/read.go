@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -272,4 +273,117 @@ func (s *Store) AttemptStats(ctx context.Context, since time.Time) ([]queue.Atte
 		out = append(out, a)
 	}
 	return out, rows.Err()
+}
+
+// runTimes sums run_slots (counts.go) over a window: the minutes from ?1
+// until ?2, the hours from ?2 on, per step of ?3 microseconds from ?1 (one
+// sum when ?3 is 0).
+const runTimes = `SELECT queue, CASE WHEN ?3 > 0 THEN (slot - ?1) / ?3 ELSE 0 END AS step, class, le_us,
+		sum(n), min(min_us), max(max_us)
+	FROM (SELECT slot, queue, class, le_us, n, min_us, max_us FROM run_slots WHERE span = 60000000 AND slot >= ?1 AND slot < ?2
+		UNION ALL
+		SELECT slot, queue, class, le_us, n, min_us, max_us FROM run_slots WHERE span = 3600000000 AND slot >= ?2)
+	GROUP BY queue, step, class, le_us HAVING sum(n) > 0`
+
+// RunTimes implements queue.Store.
+func (s *Store) RunTimes(ctx context.Context, p queue.RunTimeParams) ([]queue.RunTimeCount, error) {
+	start, hours := toUS(p.Start()), int64(math.MaxInt64)
+	if h := p.Hours(); !h.IsZero() {
+		hours = toUS(h)
+	}
+	rows, err := s.readDB.QueryContext(ctx, runTimes, start, hours, p.Step.Microseconds())
+	if err != nil {
+		return nil, fmt.Errorf("run times: %w", describe(err))
+	}
+	defer rows.Close()
+	var out []queue.RunTimeCount
+	for rows.Next() {
+		var c queue.RunTimeCount
+		var step int64
+		var class string
+		if err := rows.Scan(&c.Queue, &step, &class, &c.LE, &c.N, &c.Min, &c.Max); err != nil {
+			return nil, fmt.Errorf("run times: %w", err)
+		}
+		c.Class = queue.Outcome(class)
+		if p.Step > 0 {
+			c.Slot = p.Start().Add(time.Duration(step) * p.Step)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("run times: %w", err)
+	}
+	return out, nil
+}
+
+// SlowestAttempts implements queue.Store.
+func (s *Store) SlowestAttempts(ctx context.Context, p queue.SlowestParams) ([]queue.AttemptStat, error) {
+	out, err := storekit.Slowest(ctx, slowestSource{s}, p)
+	if err != nil {
+		return nil, fmt.Errorf("slowest attempts: %w", describe(err))
+	}
+	return out, nil
+}
+
+// slowestSource reads storekit.Slowest's figures.
+type slowestSource struct{ s *Store }
+
+// hourMaxima is the longest run time of each hour slot from ?1 on.
+const hourMaxima = `SELECT slot, max(max_us) FROM run_slots WHERE span = 3600000000 AND slot >= ?1 GROUP BY slot`
+
+func (r slowestSource) HourMaxima(ctx context.Context, hour time.Time) ([]storekit.SlotMax, error) {
+	rows, err := r.s.readDB.QueryContext(ctx, hourMaxima, toUS(hour))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []storekit.SlotMax
+	for rows.Next() {
+		var slot int64
+		var m storekit.SlotMax
+		if err := rows.Scan(&slot, &m.Max); err != nil {
+			return nil, err
+		}
+		m.Slot = fromUS(slot)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// longest reads the longest attempts of one minute from the end of its
+// range of attempts_slowest.
+const longest = `SELECT a.job_id, j.queue, a.outcome, a.finished_at - coalesce(a.started_at, a.finished_at) AS d, a.finished_at
+	FROM attempts a INDEXED BY attempts_slowest JOIN jobs j ON j.id = a.job_id
+	WHERE a.finished_at / 60000000 = ?1 AND a.finished_at - coalesce(a.started_at, a.finished_at) >= ?2
+	ORDER BY a.finished_at - coalesce(a.started_at, a.finished_at) DESC LIMIT ?3`
+
+func (r slowestSource) Longest(ctx context.Context, from, to time.Time, atLeast int64, limit int) ([]queue.AttemptStat, error) {
+	st, err := r.s.readDB.PrepareContext(ctx, longest)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	var out []queue.AttemptStat
+	for m := from; m.Before(to); m = m.Add(queue.MinuteSlot) {
+		rows, err := st.QueryContext(ctx, toUS(m)/queue.MinuteSlot.Microseconds(), atLeast, limit)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var a queue.AttemptStat
+			var outcome string
+			var d, finished int64
+			if err := rows.Scan(&a.JobID, &a.Queue, &outcome, &d, &finished); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			a.Outcome, a.Duration, a.FinishedAt = queue.Outcome(outcome), time.Duration(d)*time.Microsecond, fromUS(finished)
+			out = append(out, a)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

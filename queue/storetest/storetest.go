@@ -64,6 +64,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"RetryDeadByQueue", testRetryDeadByQueue},
 		{"ListSearchAndCursor", testListSearchAndCursor},
 		{"Metrics", testMetrics},
+		{"RunTimes", testRunTimes},
 		{"InterruptedAttemptKeepsItsNumber", testInterruptedAttemptKeepsItsNumber},
 		{"LiveOutput", testLiveOutput},
 		{"ImportAllOrNothing", testImportAllOrNothing},
