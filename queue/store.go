@@ -72,8 +72,6 @@ type Store interface {
 	// ErrNotFound when the job is not running or nothing is saved yet.
 	LiveOutput(ctx context.Context, jobID string) (*LiveOutput, error)
 	CountJobs(ctx context.Context) ([]Count, error)
-	// AttemptStats returns finished attempts since the given time, for stats.
-	AttemptStats(ctx context.Context, since time.Time) ([]AttemptStat, error)
 	// RunTimes sums the run-time histograms the store keeps of finished
 	// attempts over a window (see RunTimeParams), per queue, outcome
 	// class and run-time bucket: a number of rows bounded by the window's
@@ -252,7 +250,7 @@ type Count struct {
 	N     int
 }
 
-// AttemptStat is one finished attempt, for statistics.
+// AttemptStat is one finished attempt, for statistics (the slowest).
 type AttemptStat struct {
 	JobID      string
 	Queue      string

@@ -63,16 +63,7 @@ func (s *Server) apiStats(_ http.ResponseWriter, r *http.Request) (any, error) {
 }
 
 func (s *Server) stats(ctx context.Context, window time.Duration) (view.Stats, error) {
-	now := s.now()
-	counts, err := s.cfg.Store.CountJobs(ctx)
-	if err != nil {
-		return view.Stats{}, err
-	}
-	attempts, err := s.cfg.Store.AttemptStats(ctx, now.Add(-window))
-	if err != nil {
-		return view.Stats{}, err
-	}
-	return view.NewStats(counts, attempts, window, now), nil
+	return view.LoadStats(ctx, s.cfg.Store, window, s.now())
 }
 
 // listParams reads the job list's filters: state, queue, q (text in the id

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"html/template"
 	"math"
-	"sort"
 	"strings"
 	"time"
 
@@ -33,7 +32,7 @@ type bucketStats struct {
 	Start     time.Time
 	Succeeded int
 	Failed    int
-	durations []time.Duration
+	runs      queue.RunTimeHistogram
 	P50, P95  time.Duration
 }
 
@@ -45,35 +44,38 @@ func (b bucketStats) FailureRate() float64 {
 	return float64(b.Failed) / float64(b.Succeeded+b.Failed)
 }
 
-// bucketize groups attempts into the range's buckets, ending at now.
-func bucketize(attempts []queue.AttemptStat, rg chartRange, now time.Time) []bucketStats {
-	n := int(rg.Window / rg.Bucket)
+// chartRunTimes is what the charts of rg read at now: the run-time
+// histograms of the range, per bucket (its start is a whole bucket, so the
+// store reads whole minutes, or hours for buckets of hours).
+func chartRunTimes(rg chartRange, now time.Time) queue.RunTimeParams {
 	end := now.Truncate(rg.Bucket).Add(rg.Bucket)
-	start := end.Add(-time.Duration(n) * rg.Bucket)
+	return queue.RunTimeParams{Since: end.Add(-rg.Window), Step: rg.Bucket}
+}
+
+// bucketize groups the run times read with chartRunTimes into the range's
+// buckets, ending at now. Interrupted attempts are left out.
+func bucketize(runs []queue.RunTimeCount, rg chartRange, now time.Time) []bucketStats {
+	n := int(rg.Window / rg.Bucket)
+	start := chartRunTimes(rg, now).Since
 	out := make([]bucketStats, n)
 	for i := range out {
 		out[i].Start = start.Add(time.Duration(i) * rg.Bucket)
 	}
-	for _, a := range attempts {
-		if a.FinishedAt.Before(start) || !a.FinishedAt.Before(end) || a.Outcome == queue.OutcomeInterrupted {
+	for _, c := range runs {
+		i := int(c.Slot.Sub(start) / rg.Bucket)
+		if c.Slot.Before(start) || i >= n || c.Class == queue.OutcomeInterrupted {
 			continue
 		}
-		b := &out[int(a.FinishedAt.Sub(start)/rg.Bucket)]
-		if a.Outcome == queue.OutcomeSucceeded {
-			b.Succeeded++
+		b := &out[i]
+		if c.Class == queue.OutcomeSucceeded {
+			b.Succeeded += int(c.N)
 		} else {
-			b.Failed++
+			b.Failed += int(c.N)
 		}
-		b.durations = append(b.durations, a.Duration)
+		b.runs.Add(c)
 	}
 	for i := range out {
-		d := out[i].durations
-		if len(d) == 0 {
-			continue
-		}
-		sort.Slice(d, func(a, b int) bool { return d[a] < d[b] })
-		pct := func(p float64) time.Duration { return d[max(0, int(math.Ceil(p*float64(len(d))))-1)] }
-		out[i].P50, out[i].P95 = pct(0.5), pct(0.95)
+		out[i].P50, out[i].P95 = out[i].runs.Quantile(0.5), out[i].runs.Quantile(0.95)
 	}
 	return out
 }
@@ -225,7 +227,7 @@ func runTimeChart(buckets []bucketStats, rg chartRange) template.HTML {
 	top = niceTop(top)
 	pick := func(f func(bucketStats) time.Duration) func(bucketStats) float64 {
 		return func(b bucketStats) float64 {
-			if len(b.durations) == 0 {
+			if b.runs.Count() == 0 {
 				return math.NaN()
 			}
 			return f(b).Seconds()

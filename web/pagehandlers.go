@@ -77,11 +77,11 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) error {
 			d.Running += len(w.CurrentJobs)
 		}
 	}
-	attempts, err := s.cfg.Store.AttemptStats(ctx, now.Add(-rg.Window))
+	runs, err := s.cfg.Store.RunTimes(ctx, chartRunTimes(rg, now))
 	if err != nil {
 		return err
 	}
-	buckets := bucketize(attempts, rg, now)
+	buckets := bucketize(runs, rg, now)
 	for _, b := range buckets {
 		d.Totals.Succeeded += b.Succeeded
 		d.Totals.Failed += b.Failed

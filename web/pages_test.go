@@ -102,16 +102,20 @@ func TestCleanOutput(t *testing.T) {
 
 func TestChartsRenderSVG(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 30, 0, 0, time.UTC)
-	var attempts []queue.AttemptStat
+	rg := chartRanges[0]
+	start := chartRunTimes(rg, now).Since
+	var runs []queue.RunTimeCount
 	for i := range 40 {
 		o := queue.OutcomeSucceeded
 		if i%4 == 0 {
 			o = queue.OutcomeFailed
 		}
-		attempts = append(attempts, queue.AttemptStat{Queue: "q", Outcome: o, Duration: time.Duration(i) * 100 * time.Millisecond,
-			FinishedAt: now.Add(-time.Duration(i) * time.Minute)})
+		d := int64(i) * 100_000 // µs
+		end := now.Add(-time.Duration(i) * time.Minute)
+		runs = append(runs, queue.RunTimeCount{Queue: "q", Slot: start.Add(end.Sub(start).Truncate(rg.Bucket)), Class: o,
+			LE: queue.RunTimeBucket(d), N: 1, Min: d, Max: d})
 	}
-	b := bucketize(attempts, chartRanges[0], now)
+	b := bucketize(runs, rg, now)
 	if len(b) != 12 {
 		t.Fatalf("%d buckets", len(b))
 	}

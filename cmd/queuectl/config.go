@@ -121,16 +121,10 @@ func (a *app) statsCmd() *cobra.Command {
 }
 
 func (a *app) printStats(ctx context.Context, st queue.Store, window time.Duration, asJSON bool) error {
-	now := a.now()
-	counts, err := st.CountJobs(ctx)
+	stats, err := view.LoadStats(ctx, st, window, a.now())
 	if err != nil {
 		return err
 	}
-	attempts, err := st.AttemptStats(ctx, now.Add(-window))
-	if err != nil {
-		return err
-	}
-	stats := view.NewStats(counts, attempts, window, now)
 	if asJSON {
 		return a.printJSON(stats)
 	}

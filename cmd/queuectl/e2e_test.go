@@ -579,30 +579,38 @@ func TestE2EForegroundWorkersStopOnInterrupt(t *testing.T) {
 
 func TestE2EStatsConfigAndCleanup(t *testing.T) {
 	c := newCLI(t)
-	c.ok("enqueue", "--id", "ok1", "--command", "true")
+	c.ok("enqueue", "--id", "ok1", "--command", "sleep 0.3")
 	c.ok("enqueue", "--id", "bad1", "--command", "exit 1", "--max-retries", "0")
 	c.ok("enqueue", "--id", "wait", "--command", "true", "--run-at", "+1h")
 	c.ok("worker", "start")
 	c.waitState("bad1", "dead", 20*time.Second)
 	c.waitState("ok1", "completed", 20*time.Second)
-	var stats struct {
+	type statsJSON struct {
 		Total struct {
 			Attempts    int            `json:"attempts"`
 			FailureRate float64        `json:"failure_rate"`
 			Jobs        map[string]int `json:"jobs"`
+			RunTimeMS   struct {
+				Min, P50, P99, Max int64
+			} `json:"run_time_ms"`
+			LastHour int `json:"completed_last_hour"`
 		} `json:"total"`
 		Queues []struct {
 			Queue string `json:"queue"`
 		} `json:"queues"`
 		Slowest []struct {
-			ID string `json:"id"`
+			ID         string `json:"id"`
+			DurationMS int64  `json:"duration_ms"`
 		} `json:"slowest"`
 	}
+	var stats statsJSON
 	if err := json.Unmarshal([]byte(c.ok("stats", "--json")), &stats); err != nil {
 		t.Fatal(err)
 	}
-	if stats.Total.Attempts != 2 || stats.Total.FailureRate != 0.5 || stats.Total.Jobs["pending"] != 1 ||
-		len(stats.Queues) != 1 || len(stats.Slowest) != 2 {
+	r := stats.Total.RunTimeMS
+	if stats.Total.Attempts != 2 || stats.Total.FailureRate != 0.5 || stats.Total.Jobs["pending"] != 1 || stats.Total.LastHour != 1 ||
+		len(stats.Queues) != 1 || len(stats.Slowest) != 2 || stats.Slowest[0].ID != "ok1" || stats.Slowest[0].DurationMS < 300 ||
+		r.Max != stats.Slowest[0].DurationMS || r.Min != stats.Slowest[1].DurationMS || r.P99 < r.Max*63/64 || r.P50 > r.Min*65/64+1 {
 		t.Fatalf("stats: %+v", stats)
 	}
 	if out := c.ok("stats"); !strings.Contains(out, "P95") || !strings.Contains(out, "50.0%") {
@@ -622,6 +630,14 @@ func TestE2EStatsConfigAndCleanup(t *testing.T) {
 	}
 	if out := c.ok("cleanup", "--older-than", "0s", "--state", "dead"); out != "deleted 1 job(s)\n" {
 		t.Fatalf("cleanup dead: %q", out)
+	}
+	// The deleted job's attempt leaves the statistics.
+	stats = statsJSON{}
+	if err := json.Unmarshal([]byte(c.ok("stats", "--json")), &stats); err != nil {
+		t.Fatal(err)
+	}
+	if stats.Total.Attempts != 1 || stats.Total.FailureRate != 0 || len(stats.Slowest) != 1 || stats.Slowest[0].ID != "ok1" {
+		t.Fatalf("stats after cleanup: %+v", stats)
 	}
 	if _, errOut, code := c.run("cleanup", "--older-than", "0s", "--state", "pending"); code != 2 || !strings.Contains(errOut, "finished") {
 		t.Fatalf("cleanup of pending jobs must be refused: %d %q", code, errOut)

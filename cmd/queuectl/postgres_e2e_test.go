@@ -348,6 +348,23 @@ func TestE2EPostgresMultiHost(t *testing.T) {
 		perHost[workerHost(*j.Worker)]++
 	}
 	t.Logf("jobs per host: %v", perHost)
+	// Eight workers counted their attempts into the same histogram rows.
+	var stats struct {
+		Total struct {
+			Attempts int `json:"attempts"`
+			Failed   int `json:"failed_attempts"`
+			LastHour int `json:"completed_last_hour"`
+		} `json:"total"`
+		Slowest []struct {
+			ID string `json:"id"`
+		} `json:"slowest"`
+	}
+	if err := json.Unmarshal([]byte(hosts[3].ok("stats", "--json")), &stats); err != nil {
+		t.Fatal(err)
+	}
+	if stats.Total.Attempts != n || stats.Total.Failed != 0 || stats.Total.LastHour != n || len(stats.Slowest) != 5 {
+		t.Errorf("stats: %+v", stats)
+	}
 	for _, h := range hosts {
 		if perHost[h.name] == 0 {
 			t.Errorf("%s ran no job", h.name)

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"context"
 	"math"
 	"sort"
 	"time"
@@ -26,7 +27,7 @@ type QueueStats struct {
 	RunTimeMS     RunTimes       `json:"run_time_ms"`
 	LastHour      int            `json:"completed_last_hour"`
 	PerMinuteHour float64        `json:"throughput_per_minute_last_hour"`
-	durations     []time.Duration
+	runs          queue.RunTimeHistogram
 }
 
 // RunTimes are attempt run time percentiles in milliseconds.
@@ -45,9 +46,56 @@ type SlowJob struct {
 	DurationMS int64  `json:"duration_ms"`
 }
 
-// NewStats computes the statistics of a window ending at now from the job
-// counts and the attempts finished in the window.
-func NewStats(counts []queue.Count, attempts []queue.AttemptStat, window time.Duration, now time.Time) Stats {
+// slowest is how many of the slowest attempts stats lists.
+const slowest = 5
+
+// StatsInput is what NewStats computes statistics from.
+type StatsInput struct {
+	Counts []queue.Count
+	// Runs is the run-time histogram of the window; LastHour that of its
+	// last hour (or less, for a shorter window) from HourStart on.
+	Runs, LastHour []queue.RunTimeCount
+	HourStart      time.Time
+	Slowest        []queue.AttemptStat
+}
+
+// LoadStats reads from st what `queuectl stats` and GET /api/v1/stats
+// show for the window ending at now: figures the store keeps per minute
+// and hour, so that the reads are bounded by the window's length, not by
+// its attempts (see queue.RunTimeParams).
+func LoadStats(ctx context.Context, st queue.Store, window time.Duration, now time.Time) (Stats, error) {
+	in := StatsInput{}
+	var err error
+	if in.Counts, err = st.CountJobs(ctx); err != nil {
+		return Stats{}, err
+	}
+	since := now.Add(-window)
+	if in.Runs, err = st.RunTimes(ctx, queue.RunTimeParams{Since: since}); err != nil {
+		return Stats{}, err
+	}
+	hour := queue.RunTimeParams{Since: latest(since, now.Add(-time.Hour))}
+	in.HourStart = hour.Start()
+	if in.LastHour, err = st.RunTimes(ctx, hour); err != nil {
+		return Stats{}, err
+	}
+	if in.Slowest, err = st.SlowestAttempts(ctx, queue.SlowestParams{Since: since, Limit: slowest}); err != nil {
+		return Stats{}, err
+	}
+	return NewStats(in, window, now), nil
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// NewStats computes the statistics of a window ending at now. Windows
+// start at a whole minute (see queue.RunTimeParams); the throughput of the
+// last hour is per minute of the span its count covers, an hour or up to
+// a minute more.
+func NewStats(in StatsInput, window time.Duration, now time.Time) Stats {
 	all := &QueueStats{Queue: "*", Jobs: map[string]int{}}
 	per := map[string]*QueueStats{}
 	pick := func(q string) *QueueStats {
@@ -56,26 +104,29 @@ func NewStats(counts []queue.Count, attempts []queue.AttemptStat, window time.Du
 		}
 		return per[q]
 	}
-	for _, c := range counts {
+	for _, c := range in.Counts {
 		all.Jobs[string(c.State)] += c.N
 		pick(c.Queue).Jobs[string(c.State)] += c.N
 	}
-	slow := []SlowJob{}
-	for _, at := range attempts {
-		for _, s := range []*QueueStats{all, pick(at.Queue)} {
-			s.Attempts++
-			if at.Outcome != queue.OutcomeSucceeded && at.Outcome != queue.OutcomeInterrupted {
-				s.Failed++
+	for _, c := range in.Runs {
+		for _, s := range []*QueueStats{all, pick(c.Queue)} {
+			s.Attempts += int(c.N)
+			if c.Class == queue.OutcomeFailed {
+				s.Failed += int(c.N)
 			}
-			s.durations = append(s.durations, at.Duration)
-			if at.Outcome == queue.OutcomeSucceeded && now.Sub(at.FinishedAt) <= time.Hour {
-				s.LastHour++
-			}
+			s.runs.Add(c)
 		}
-		slow = append(slow, SlowJob{at.JobID, at.Queue, at.Duration.Milliseconds()})
 	}
-	sort.Slice(slow, func(i, j int) bool { return slow[i].DurationMS > slow[j].DurationMS })
-	slow = slow[:min(5, len(slow))]
+	for _, c := range in.LastHour {
+		if c.Class == queue.OutcomeSucceeded {
+			all.LastHour += int(c.N)
+			pick(c.Queue).LastHour += int(c.N)
+		}
+	}
+	slow := []SlowJob{}
+	for _, a := range in.Slowest[:min(slowest, len(in.Slowest))] {
+		slow = append(slow, SlowJob{a.JobID, a.Queue, a.Duration.Milliseconds()})
+	}
 	var queues []string
 	for q := range per {
 		queues = append(queues, q)
@@ -85,8 +136,9 @@ func NewStats(counts []queue.Count, attempts []queue.AttemptStat, window time.Du
 	for _, q := range queues {
 		list = append(list, per[q])
 	}
+	minutes := max(60, now.Sub(in.HourStart).Minutes())
 	for _, s := range list {
-		s.finish()
+		s.finish(minutes)
 	}
 	return Stats{Window: queue.FormatDuration(window), Total: all, Queues: list[1:], Slowest: slow}
 }
@@ -100,19 +152,17 @@ func (s *QueueStats) Total() int {
 	return n
 }
 
-func (s *QueueStats) finish() {
+// finish computes the rates and run times; minutes is the span LastHour
+// counts, at least an hour.
+func (s *QueueStats) finish(minutes float64) {
 	if s.Attempts > 0 {
 		s.FailureRate = float64(s.Failed) / float64(s.Attempts)
 	}
-	s.PerMinuteHour = math.Round(float64(s.LastHour)/60*10) / 10
-	d := s.durations
-	if len(d) == 0 {
+	s.PerMinuteHour = math.Round(float64(s.LastHour)/minutes*10) / 10
+	h := &s.runs
+	if h.Count() == 0 {
 		return
 	}
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	pct := func(p float64) int64 {
-		i := int(math.Ceil(p*float64(len(d)))) - 1
-		return d[max(0, min(i, len(d)-1))].Milliseconds()
-	}
-	s.RunTimeMS = RunTimes{Min: d[0].Milliseconds(), P50: pct(0.5), P95: pct(0.95), P99: pct(0.99), Max: d[len(d)-1].Milliseconds()}
+	s.RunTimeMS = RunTimes{Min: h.Min().Milliseconds(), P50: h.Quantile(0.5).Milliseconds(), P95: h.Quantile(0.95).Milliseconds(),
+		P99: h.Quantile(0.99).Milliseconds(), Max: h.Max().Milliseconds()}
 }

@@ -2,6 +2,7 @@ package view
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -70,5 +71,46 @@ func TestDescribeSchedule(t *testing.T) {
 		if got := DescribeSchedule(spec); got != want {
 			t.Errorf("DescribeSchedule(%q) = %q, want %q", spec, got, want)
 		}
+	}
+}
+
+// Stats count a window's attempts from its run-time histograms: failures
+// are the failed class, completions of the last hour are per minute of the
+// span they cover (at least an hour), and five of the slowest are listed.
+func TestNewStatsFromRunTimes(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 30, 30, 0, time.UTC)
+	run := func(q string, class queue.Outcome, n int64, us int64) queue.RunTimeCount {
+		return queue.RunTimeCount{Queue: q, Class: class, LE: queue.RunTimeBucket(us), N: n, Min: us, Max: us}
+	}
+	in := StatsInput{
+		Counts: []queue.Count{{Queue: "a", State: queue.StateCompleted, N: 7}, {Queue: "c", State: queue.StatePending, N: 1}},
+		Runs: []queue.RunTimeCount{run("a", queue.OutcomeSucceeded, 6, 2_000_000), run("a", queue.OutcomeFailed, 3, 9_000_000),
+			run("b", queue.OutcomeInterrupted, 1, 500_000)},
+		LastHour:  []queue.RunTimeCount{run("a", queue.OutcomeSucceeded, 606, 2_000_000), run("a", queue.OutcomeFailed, 50, 9_000_000)},
+		HourStart: now.Add(-time.Hour).Truncate(time.Minute), // 60.5 minutes ago
+	}
+	for i := range 7 {
+		in.Slowest = append(in.Slowest, queue.AttemptStat{JobID: fmt.Sprint("s", i), Queue: "a", Duration: time.Duration(9-i) * time.Second})
+	}
+	s := NewStats(in, 24*time.Hour, now)
+	if s.Window != "1d" || s.Total.Attempts != 10 || s.Total.Failed != 3 || s.Total.FailureRate != 0.3 || s.Total.Total() != 8 {
+		t.Fatalf("total: %+v", s.Total)
+	}
+	if s.Total.LastHour != 606 || s.Total.PerMinuteHour != 10 { // 606 / 60.5
+		t.Fatalf("last hour: %d, %.1f a minute", s.Total.LastHour, s.Total.PerMinuteHour)
+	}
+	if r := s.Total.RunTimeMS; r.Min != 500 || r.P50 != 2000 || r.P95 != 9000 || r.Max != 9000 {
+		t.Fatalf("run times: %+v", r)
+	}
+	if len(s.Queues) != 3 || s.Queues[1].Queue != "b" || s.Queues[1].Failed != 0 || s.Queues[2].Jobs["pending"] != 1 {
+		t.Fatalf("queues: %+v %+v %+v", s.Queues[0], s.Queues[1], s.Queues[2])
+	}
+	if len(s.Slowest) != 5 || s.Slowest[0].DurationMS != 9000 || s.Slowest[4].ID != "s4" {
+		t.Fatalf("slowest: %+v", s.Slowest)
+	}
+	// A window shorter than an hour: its completions per minute of an hour.
+	in.HourStart = now.Add(-10 * time.Minute).Truncate(time.Minute)
+	if s := NewStats(in, 10*time.Minute, now); s.Total.PerMinuteHour != 10.1 { // 606 / 60
+		t.Fatalf("10m window: %.1f a minute", s.Total.PerMinuteHour)
 	}
 }

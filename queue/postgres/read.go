@@ -214,26 +214,6 @@ func (s *Store) CountJobs(ctx context.Context) ([]queue.Count, error) {
 	return out, nil
 }
 
-// AttemptStats implements queue.Store.
-func (s *Store) AttemptStats(ctx context.Context, since time.Time) ([]queue.AttemptStat, error) {
-	rows, err := s.pool.Query(ctx, `SELECT a.job_id, j.queue, a.outcome, coalesce(a.started_at, a.finished_at), a.finished_at
-		FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE a.finished_at >= $1 ORDER BY a.finished_at, a.seq`, since)
-	if err != nil {
-		return nil, fmt.Errorf("attempt stats: %w", err)
-	}
-	out, err := collect(rows, func(r pgx.CollectableRow) (a queue.AttemptStat, err error) {
-		var outcome string
-		var started, finished time.Time
-		err = r.Scan(&a.JobID, &a.Queue, &outcome, &started, &finished)
-		a.Outcome, a.Duration, a.FinishedAt = queue.Outcome(outcome), finished.Sub(started), finished.UTC()
-		return a, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("attempt stats: %w", err)
-	}
-	return out, nil
-}
-
 // runTimes sums run_slots (migration 10) over a window: the minutes from
 // $1 until $2, the hours from $2 on, per step of $3 microseconds from $1
 // (one sum when $3 is 0).

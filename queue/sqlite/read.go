@@ -251,30 +251,6 @@ func (s *Store) CountJobs(ctx context.Context) ([]queue.Count, error) {
 	return out, rows.Err()
 }
 
-// AttemptStats implements queue.Store.
-func (s *Store) AttemptStats(ctx context.Context, since time.Time) ([]queue.AttemptStat, error) {
-	rows, err := s.readDB.QueryContext(ctx, `SELECT a.job_id, j.queue, a.outcome, coalesce(a.started_at, a.finished_at), a.finished_at
-		FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE a.finished_at >= ? ORDER BY a.finished_at`, toUS(since))
-	if err != nil {
-		return nil, fmt.Errorf("attempt stats: %w", describe(err))
-	}
-	defer rows.Close()
-	var out []queue.AttemptStat
-	for rows.Next() {
-		var a queue.AttemptStat
-		var outcome string
-		var started, finished int64
-		if err := rows.Scan(&a.JobID, &a.Queue, &outcome, &started, &finished); err != nil {
-			return nil, fmt.Errorf("attempt stats: %w", err)
-		}
-		a.Outcome = queue.Outcome(outcome)
-		a.Duration = time.Duration(finished-started) * time.Microsecond
-		a.FinishedAt = fromUS(finished)
-		out = append(out, a)
-	}
-	return out, rows.Err()
-}
-
 // runTimes sums run_slots (counts.go) over a window: the minutes from ?1
 // until ?2, the hours from ?2 on, per step of ?3 microseconds from ?1 (one
 // sum when ?3 is 0).
