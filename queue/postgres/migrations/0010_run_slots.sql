@@ -4,6 +4,11 @@
 -- attempts counts them here too (count_attempts, below: one upsert per
 -- statement); deleting a job takes its attempts out again (admin.go).
 
+-- No attempt is recorded or deleted while this counts them: the backfill
+-- and the new trigger meet exactly. (Jobs first, the order in which a
+-- finish locks them.)
+LOCK TABLE jobs, attempts IN SHARE ROW EXCLUSIVE MODE;
+
 -- The run-time buckets' upper bounds in microseconds: each is the one
 -- before plus a 32nd of it, from a millisecond to about four and a half
 -- years, and then unbounded. queue.RunTimeBounds makes the same list.
