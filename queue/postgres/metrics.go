@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,33 +13,61 @@ import (
 // maxMetricQueues bounds the queues a scrape reports the oldest job of.
 const maxMetricQueues = 1000
 
-// foldTotals moves the counter rows of backends that hold none of them now
-// into shard 0. SKIP LOCKED leaves a row a transaction is counting into
-// alone, and only folds (serialised by the advisory lock) touch shard 0, so
-// a fold never waits for a worker and no worker deadlocks with it.
-const foldTotals = `WITH folded AS (
-		DELETE FROM %[1]s WHERE ctid IN (SELECT ctid FROM %[1]s WHERE shard <> 0 FOR UPDATE SKIP LOCKED)
-		RETURNING %[2]s, n, sum_us)
-	INSERT INTO %[1]s AS t (%[2]s, shard, n, sum_us)
-	SELECT %[2]s, 0, sum(n), sum(sum_us) FROM folded GROUP BY %[2]s ORDER BY %[2]s
-	ON CONFLICT (%[2]s, shard) DO UPDATE SET n = t.n + excluded.n, sum_us = t.sum_us + excluded.sum_us`
+// totals is a table of counter rows that each backend counts into rows of
+// its own (shard = its process id), by keys, adding to the columns sums.
+type totals struct {
+	table, keys string
+	sums        []string
+}
 
-// Metrics implements queue.Store: the totals the triggers of migration 3
-// keep, and one index seek per queue for its oldest due job.
-func (s *Store) Metrics(ctx context.Context, now time.Time) (*queue.Metrics, error) {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+var (
+	attemptTotals    = totals{"attempt_totals", "queue, outcome, le_us", []string{"n", "sum_us"}}
+	startDelayTotals = totals{"start_delay_totals", "queue, le_us", []string{"n", "sum_us"}}
+	jobTotals        = totals{"job_totals", "queue, state", []string{"n"}}
+)
+
+// fold is the statement that moves the counter rows of backends that hold
+// none of them now into shard 0. SKIP LOCKED leaves a row a transaction is
+// counting into alone, and only folds (serialised by the advisory lock)
+// touch shard 0, so a fold never waits for a worker and no worker
+// deadlocks with it.
+func (t totals) fold() string {
+	sums, adds := make([]string, len(t.sums)), make([]string, len(t.sums))
+	for i, c := range t.sums {
+		sums[i] = fmt.Sprintf("sum(%s)", c)
+		adds[i] = fmt.Sprintf("%[1]s = t.%[1]s + excluded.%[1]s", c)
+	}
+	cols := strings.Join(t.sums, ", ")
+	return fmt.Sprintf(`WITH folded AS (
+		DELETE FROM %[1]s WHERE ctid IN (SELECT ctid FROM %[1]s WHERE shard <> 0 FOR UPDATE SKIP LOCKED)
+		RETURNING %[2]s, %[3]s)
+	INSERT INTO %[1]s AS t (%[2]s, shard, %[3]s)
+	SELECT %[2]s, 0, %[4]s FROM folded GROUP BY %[2]s ORDER BY %[2]s
+	ON CONFLICT (%[2]s, shard) DO UPDATE SET %[5]s`, t.table, t.keys, cols, strings.Join(sums, ", "), strings.Join(adds, ", "))
+}
+
+// fold folds the counter rows of ts (see totals.fold), unless another fold
+// is under way.
+func (s *Store) fold(ctx context.Context, ts ...totals) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var locked bool
 		err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended('queuectl-metrics:' || current_schema(), 0))`).Scan(&locked)
 		if err != nil || !locked {
 			return err
 		}
-		for _, t := range [][2]string{{"attempt_totals", "queue, outcome, le_us"}, {"start_delay_totals", "queue, le_us"}} {
-			if _, err := tx.Exec(ctx, fmt.Sprintf(foldTotals, t[0], t[1])); err != nil {
+		for _, t := range ts {
+			if _, err := tx.Exec(ctx, t.fold()); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+}
+
+// Metrics implements queue.Store: the totals the triggers of migration 3
+// keep, and one index seek per queue for its oldest due job.
+func (s *Store) Metrics(ctx context.Context, now time.Time) (*queue.Metrics, error) {
+	err := s.fold(ctx, attemptTotals, startDelayTotals, jobTotals)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: fold totals: %w", err)
 	}

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -87,5 +88,32 @@ func TestMigrationsKeepMetrics(t *testing.T) {
 	old, err := s.GetJob(ctx, "old")
 	if err != nil || old.State != queue.StateCompleted {
 		t.Fatalf("the job stored before the migration: %+v %v", old, err)
+	}
+}
+
+// Migration 11 counts the jobs a schema already holds; from then on the
+// triggers follow every statement.
+func TestMigrationCountsJobs(t *testing.T) {
+	u, c := schemaAt(t, 10)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, st := range []string{"pending", "pending", "failed", "processing", "completed", "waiting"} {
+		mustExec(t, c, `INSERT INTO jobs (id, queue, command, state, max_retries, backoff_base, max_backoff_us, run_at,
+			created_at, updated_at) VALUES ($1, $2, 'true', $3, 3, 2, 1000000, $4, $4, $4)`,
+			fmt.Sprint("j", i), []string{"a", "b"}[i%2], st, t0)
+	}
+	s := open(t, u)
+	counts, err := s.CountJobs(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(counts)
+	if want := "[{a completed 1} {a failed 1} {a pending 1} {b pending 1} {b processing 1} {b waiting 1}]"; got != want {
+		t.Fatalf("counts after the migration:\n got %s\nwant %s", got, want)
+	}
+	if _, err := s.DiscardJobs(tctx(t), queue.DiscardParams{IDs: []string{"j0", "j5"}}); err != nil {
+		t.Fatal(err)
+	}
+	if counts, err = s.CountJobs(tctx(t)); err != nil || fmt.Sprint(counts) != "[{a completed 1} {a failed 1} {b pending 1} {b processing 1}]" {
+		t.Fatalf("counts after a discard: %v %v", counts, err)
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -78,16 +80,22 @@ func adminErr(u, sql string, args ...any) error {
 	return err
 }
 
-func adminQueryInt(t *testing.T, sql string, args ...any) int {
+// adminConn is a connection of the test's own, outside any store, closed
+// when the test ends.
+func adminConn(t *testing.T) *pgx.Conn {
 	t.Helper()
-	ctx := tctx(t)
-	c, err := pgx.Connect(ctx, baseURL(t))
+	c, err := pgx.Connect(tctx(t), baseURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(ctx)
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+func adminQueryInt(t *testing.T, sql string, args ...any) int {
+	t.Helper()
 	var n int
-	if err := c.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+	if err := adminConn(t).QueryRow(tctx(t), sql, args...).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return n
@@ -148,9 +156,38 @@ func open(t testing.TB, u string) *postgres.Store {
 func TestConformance(t *testing.T) {
 	baseURL(t)
 	storetest.Run(t, func(t *testing.T) storetest.Opener {
-		_, u := newSchema(t)
+		schema, u := newSchema(t)
+		t.Cleanup(func() { checkJobTotals(t, schema) }) // every test checks the counts at its end
 		return func(t *testing.T) queue.Store { return open(t, u) }
 	})
+}
+
+// checkJobTotals compares the job counts the triggers keep with a full
+// count of the jobs table.
+func checkJobTotals(t *testing.T, schema string) {
+	t.Helper()
+	ctx, c := tctx(t), adminConn(t)
+	read := func(q string) []string {
+		rows, err := c.Query(ctx, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var out []string
+		var queue, state string
+		var n int64
+		if _, err := pgx.ForEachRow(rows, []any{&queue, &state, &n}, func() error {
+			out = append(out, fmt.Sprint(queue, " ", state, " ", n))
+			return nil
+		}); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return out
+	}
+	kept := read(`SELECT queue, state, sum(n)::bigint FROM ` + schema + `.job_totals GROUP BY 1, 2 HAVING sum(n) <> 0 ORDER BY 1, 2`)
+	want := read(`SELECT queue, state, count(*) FROM ` + schema + `.jobs GROUP BY 1, 2 ORDER BY 1, 2`)
+	if !reflect.DeepEqual(kept, want) {
+		t.Errorf("job counts:\nkept %v\nwant %v", kept, want)
+	}
 }
 
 func TestMigrateIsIdempotent(t *testing.T) {

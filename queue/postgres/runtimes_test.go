@@ -16,12 +16,7 @@ import (
 func TestRunBucketsAreTheGoBounds(t *testing.T) {
 	schema, u := newSchema(t)
 	open(t, u).Close()
-	c, err := pgx.Connect(tctx(t), baseURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(tctx(t))
-	rows, err := c.Query(tctx(t), `SELECT le_us FROM `+schema+`.run_buckets ORDER BY le_us`)
+	rows, err := adminConn(t).Query(tctx(t), `SELECT le_us FROM `+schema+`.run_buckets ORDER BY le_us`)
 	if err != nil {
 		t.Fatal(err)
 	}
