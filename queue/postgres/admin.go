@@ -185,6 +185,12 @@ func (c cancelTx) RequestCancel(ctx context.Context, id string, now time.Time) e
 	return err
 }
 
+// deleteMatch selects the jobs DeleteJobs deletes: $1 before, $2 states.
+// The states are finished ones (DeletableStates); saying so in the text as
+// well lets the planner use jobs_finished_updated, whose predicate it is,
+// in a generic plan too.
+const deleteMatch = `SELECT id FROM jobs WHERE state IN ('completed', 'dead', 'cancelled') AND state = ANY($2) AND updated_at < $1`
+
 // DeleteJobs implements queue.Store. History goes with its job (ON DELETE
 // CASCADE), and out of the run-time histograms: the jobs are locked first,
 // so that no attempt is added to them between the two.
@@ -193,12 +199,11 @@ func (s *Store) DeleteJobs(ctx context.Context, p queue.DeleteParams) (int, erro
 	if err != nil {
 		return 0, fmt.Errorf("delete jobs: %w", err)
 	}
-	match := `SELECT id FROM jobs WHERE updated_at < $1 AND state = ANY($2)`
 	var n int
 	if p.DryRun {
-		n, err = s.batch(ctx, match, "", p.Limit, true, p.Before, stateStrings(states))
+		n, err = s.batch(ctx, deleteMatch, "", p.Limit, true, p.Before, stateStrings(states))
 	} else {
-		n, err = s.deleteJobs(ctx, match, p.Limit, p.Before, stateStrings(states))
+		n, err = s.deleteJobs(ctx, deleteMatch, p.Limit, p.Before, stateStrings(states))
 	}
 	if err != nil {
 		return 0, fmt.Errorf("delete jobs: %w", err)

@@ -26,9 +26,10 @@ func (s *Store) Setting(ctx context.Context, name string) (string, error) {
 	return v, err
 }
 
-// LongestSQL and RunTimesSQL expose the statistics' reads for the plan
-// test.
+// LongestSQL and RunTimesSQL expose the statistics' reads, and DeleteMatch
+// retention's, for the plan tests.
 const (
 	LongestSQL  = longest
 	RunTimesSQL = runTimes
+	DeleteMatch = deleteMatch
 )

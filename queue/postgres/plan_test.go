@@ -94,3 +94,47 @@ func checkPlan(t *testing.T, what, plan, wantIndex string) {
 		t.Errorf("%s: want an ordered scan of %s with row locks, no sort, no sequential scan; plan:\n%s", what, strings.TrimSpace(wantIndex), plan)
 	}
 }
+
+// TestRetentionUsesFinishedIndex checks that retention (DeleteJobs) finds
+// the finished jobs past their time through jobs_finished_updated, an
+// index of finished jobs only, with the parameters at hand and in a
+// generic plan, on a table of mostly finished jobs, few of them older than
+// the cutoff.
+func TestRetentionUsesFinishedIndex(t *testing.T) {
+	_, u := newSchema(t)
+	open(t, u).Close() // create the tables
+	ctx := tctx(t)
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `INSERT INTO jobs (id, queue, command, state, max_retries, backoff_base,
+		max_backoff_us, run_at, created_at, updated_at)
+		SELECT 'j' || i, 'q', 'true', CASE WHEN i % 10 = 0 THEN 'pending' WHEN i % 10 = 1 THEN 'dead' ELSE 'completed' END,
+			3, 2, 3600000000, t, t, t
+		FROM generate_series(1, 50000) AS i, LATERAL (SELECT timestamptz '2026-03-01 00:00:00+00' + i * interval '1 second' AS t) t`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `ANALYZE jobs`); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Date(2026, 3, 1, 0, 10, 0, 0, time.UTC) // 1 % of the jobs are older
+	query := "SELECT count(*) FROM (" + postgres.DeleteMatch + ") m"
+	check := func(what, plan string) {
+		t.Helper()
+		t.Logf("%s:\n%s", what, plan)
+		if !strings.Contains(plan, "jobs_finished_updated") || strings.Contains(plan, "Seq Scan") {
+			t.Errorf("%s: want a scan of jobs_finished_updated, no sequential scan; plan:\n%s", what, plan)
+		}
+	}
+	check("custom plan", explain(t, conn, "EXPLAIN "+query, before, []string{"completed", "dead", "cancelled"}))
+	if _, err := conn.Exec(ctx, "PREPARE retention AS "+query); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	check("generic plan", explain(t, conn, `EXPLAIN EXECUTE retention('2026-03-01 00:10:00+00', '{completed}')`))
+}
