@@ -36,6 +36,7 @@ type EngineConfig struct {
 	Lease      time.Duration // default 30s; renewed every Lease/3
 	Poll       time.Duration // fallback poll when idle; default 2s
 	Rescue     time.Duration // how often to look for lost jobs; default 2s
+	Tidy       time.Duration // how often a store that tidies itself (Tidier) is asked to; default 15s
 	CancelPoll time.Duration // how often busy workers look for cancel requests; default 1s
 	LiveOutput time.Duration // how often a running attempt's new output is saved; default 1s
 	Retry      RetryPolicy
@@ -55,6 +56,9 @@ func (c *EngineConfig) defaults() {
 	}
 	if c.Rescue <= 0 {
 		c.Rescue = 2 * time.Second
+	}
+	if c.Tidy <= 0 {
+		c.Tidy = 15 * time.Second
 	}
 	if c.CancelPoll <= 0 {
 		c.CancelPoll = time.Second
@@ -96,7 +100,8 @@ func laneName(queues []string) string {
 // slot lanes claim jobs (lanes.go), the runner goroutines run them and
 // record outcomes with their history (running.go), the lease keeper renews
 // leases and relays cancel and stop requests (lease.go), the rescuer returns
-// jobs of dead workers (rescue.go), the wake fan-out passes the store's
+// jobs of dead workers (rescue.go), the tidier asks a store that needs it
+// to vacuum its tables (tidy.go), the wake fan-out passes the store's
 // wake-ups on (wakeups.go), and Stop shuts down in two phases (shutdown.go).
 type Engine struct {
 	store  Store
@@ -108,6 +113,7 @@ type Engine struct {
 	lanes   *slotLanes
 	leases  *leaseKeeper
 	rescuer *rescuer
+	tidy    *tidier // nil unless the store is a Tidier
 	wakes   *wakeFanout
 	running *runningSet
 	finish  *finisher
@@ -167,6 +173,9 @@ func NewEngine(store Store, runner Runner, cfg EngineConfig) *Engine {
 		store: store, clock: cfg.Clock, me: e.me, lease: cfg.Lease, every: cfg.Rescue,
 		running: e.running, procs: cfg.Processes, retry: cfg.Retry, log: e.log, hooks: e.runHooks,
 	}
+	if t, ok := store.(Tidier); ok {
+		e.tidy = &tidier{store: t, every: cfg.Tidy, log: e.log}
+	}
 	return e
 }
 
@@ -205,6 +214,9 @@ func (e *Engine) start(ctx context.Context) (err error) {
 	}
 	e.leases.Start()
 	e.rescuer.Start()
+	if e.tidy != nil {
+		e.tidy.Start()
+	}
 	e.lanes.Start()
 	e.log.Info().Int("pid", e.me.PID).Str("host", e.me.Host).Strs("queues", e.me.Queues).Msg("worker started")
 	return nil

@@ -14,6 +14,9 @@ func (e *Engine) Stop(ctx context.Context) error {
 	e.stopOnce.Do(func() {
 		// Phase 1: no new claims; running jobs finish and are recorded.
 		e.lanes.Stop()
+		if e.tidy != nil {
+			e.tidy.Stop()
+		}
 		done := make(chan struct{})
 		go func() { e.jobs.Wait(); close(done) }()
 		select {

@@ -154,6 +154,15 @@ type DatabaseClock interface {
 	DatabaseNow(ctx context.Context) (time.Time, error)
 }
 
+// Tidier is a store that keeps its own tables in shape when nothing else
+// does (PostgreSQL whose server runs without autovacuum). Engines call
+// Tidy now and then; it returns at once when there is nothing to do, is
+// safe to call from many processes at a time, and reports what it did
+// ("vacuum jobs", say), for the log.
+type Tidier interface {
+	Tidy(ctx context.Context) (done []string, err error)
+}
+
 // ClaimParams selects and leases jobs for one worker.
 type ClaimParams struct {
 	Worker     string

@@ -14,5 +14,6 @@ CREATE INDEX jobs_finished_updated ON jobs (updated_at) WHERE state IN ('complet
 -- reading. Autovacuum's default waits for a fifth of the table to be dead
 -- before it vacuums, a tenth to be changed before it analyzes: on a table
 -- of ten million finished jobs, two million dead versions. Jobs asks for
--- 2 % and 5 %.
+-- 2 % and 5 %. (A server without autovacuum gets the same from the
+-- workers: Tidy, tidy.go.)
 ALTER TABLE jobs SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_analyze_scale_factor = 0.05);
