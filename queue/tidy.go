@@ -30,7 +30,7 @@ func (t *tidier) loop(ctx context.Context) {
 		done, err := t.store.Tidy(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			t.log.Warn().Err(err).Msg("tidy tables")
+			t.log.Warn().Err(err).Strs("done", done).Msg("tidy tables")
 		case len(done) > 0:
 			t.log.Info().Strs("done", done).Int64("duration_ms", time.Since(start).Milliseconds()).Msg("tidied tables")
 		}

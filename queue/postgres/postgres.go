@@ -55,10 +55,12 @@ var (
 )
 
 // defaultAppName is the application_name of pool connections unless the URL
-// sets one; the listener connection appends listenSuffix.
+// sets one; the listener connection appends listenSuffix, the connection
+// that vacuums (tidy.go) tidySuffix.
 const (
 	defaultAppName = "queuectl"
 	listenSuffix   = "-listen"
+	tidySuffix     = "-tidy"
 )
 
 // Store is a queue.Store on one PostgreSQL schema.
@@ -70,6 +72,8 @@ type Store struct {
 	eventsChannel string
 	events        *waker
 	limited       limitedCache
+	// tidyCfg connects the connection a round of Tidy vacuums on.
+	tidyCfg *pgx.ConnConfig
 
 	closeOnce sync.Once
 }

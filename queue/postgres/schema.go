@@ -39,6 +39,8 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	listenCfg := cfg.ConnConfig.Copy()
 	listenCfg.RuntimeParams["application_name"] += listenSuffix
 	s.wake = newWaker(listenCfg, s.channel)
+	s.tidyCfg = cfg.ConnConfig.Copy()
+	s.tidyCfg.RuntimeParams["application_name"] += tidySuffix
 	s.events = newWaker(listenCfg, s.eventsChannel)
 	return s, nil
 }
