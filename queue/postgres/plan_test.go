@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,15 +18,9 @@ import (
 // at hand (custom plan) and for the generic plan a long-lived prepared
 // statement may switch to.
 func TestClaimUsesIndexInOrder(t *testing.T) {
-	_, u := newSchema(t)
-	open(t, u).Close() // create the tables
+	conn := migratedConn(t)
 	ctx := tctx(t)
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `INSERT INTO jobs (id, queue, command, state, priority, max_retries, backoff_base,
+	_, err := conn.Exec(ctx, `INSERT INTO jobs (id, queue, command, state, priority, max_retries, backoff_base,
 		max_backoff_us, run_at, created_at, updated_at)
 		SELECT 'j' || i, 'q' || (i % 5), 'true',
 			CASE WHEN i % 10 = 0 THEN 'pending' WHEN i % 10 = 1 THEN 'failed' ELSE 'completed' END,
@@ -73,6 +68,20 @@ func TestClaimUsesIndexInOrder(t *testing.T) {
 	}
 }
 
+// migratedConn returns a connection to a new schema that holds the
+// current tables, closed when the test ends.
+func migratedConn(t *testing.T) *pgx.Conn {
+	t.Helper()
+	_, u := newSchema(t)
+	open(t, u).Close() // create the tables
+	conn, err := pgx.Connect(tctx(t), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
 func explain(t *testing.T, conn *pgx.Conn, sql string, args ...any) string {
 	t.Helper()
 	rows, err := conn.Query(tctx(t), sql, args...)
@@ -101,15 +110,9 @@ func checkPlan(t *testing.T, what, plan, wantIndex string) {
 // generic plan, on a table of mostly finished jobs, few of them older than
 // the cutoff.
 func TestRetentionUsesFinishedIndex(t *testing.T) {
-	_, u := newSchema(t)
-	open(t, u).Close() // create the tables
+	conn := migratedConn(t)
 	ctx := tctx(t)
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `INSERT INTO jobs (id, queue, command, state, max_retries, backoff_base,
+	_, err := conn.Exec(ctx, `INSERT INTO jobs (id, queue, command, state, max_retries, backoff_base,
 		max_backoff_us, run_at, created_at, updated_at)
 		SELECT 'j' || i, 'q', 'true', CASE WHEN i % 10 = 0 THEN 'pending' WHEN i % 10 = 1 THEN 'dead' ELSE 'completed' END,
 			3, 2, 3600000000, t, t, t

@@ -66,15 +66,9 @@ func TestMigrationBackfillsRunTimes(t *testing.T) {
 // of its range of attempts_slowest (no sort, no sequential scan), and that
 // the run-time sums read ranges of run_slots' key.
 func TestStatsReadIndexRanges(t *testing.T) {
-	_, u := newSchema(t)
-	open(t, u).Close()
+	conn := migratedConn(t)
 	ctx := tctx(t)
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `INSERT INTO jobs (id, queue, command, state, max_retries, backoff_base, max_backoff_us,
+	_, err := conn.Exec(ctx, `INSERT INTO jobs (id, queue, command, state, max_retries, backoff_base, max_backoff_us,
 			run_at, created_at, updated_at)
 		SELECT 'j' || i, 'q' || (i % 4), 'true', 'completed', 0, 2, 3600000000, t, t, t
 		FROM generate_series(1, 50000) AS i, LATERAL (SELECT timestamptz '2026-03-01 12:00:00+00' + i * interval '2 s' AS t) t;
