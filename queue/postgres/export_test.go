@@ -26,10 +26,12 @@ func (s *Store) Setting(ctx context.Context, name string) (string, error) {
 	return v, err
 }
 
-// LongestSQL and RunTimesSQL expose the statistics' reads, and DeleteMatch
-// retention's, for the plan tests.
+// LongestSQL and RunTimesSQL expose the statistics' reads, DeleteMatch
+// retention's, and CountImportedSQL the count of attempts written
+// directly, for the plan tests.
 const (
-	LongestSQL  = longest
-	RunTimesSQL = runTimes
-	DeleteMatch = deleteMatch
+	LongestSQL       = longest
+	RunTimesSQL      = runTimes
+	DeleteMatch      = deleteMatch
+	CountImportedSQL = countImported
 )

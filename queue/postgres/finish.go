@@ -17,7 +17,8 @@ import (
 // for the races it settles) and, only then, gets its history row (in the
 // batch's order) and loses its live output (the whole output is now in the
 // history). With a cancel request pending the job takes the alternative
-// the lifecycle decided ($22, $23). It returns the ids it applied.
+// the lifecycle decided ($22, $23). The attempts it records are counted
+// in the same statement (countFinished). It returns the ids it applied.
 const finishAll = `WITH f AS (
 		SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::int[], $6::text[],
 			$7::timestamptz[], $8::text[], $9::text[], $10::int[], $11::int[], $12::timestamptz[], $13::timestamptz[],
@@ -35,14 +36,41 @@ const finishAll = `WITH f AS (
 		FROM f
 		WHERE j.id = f.id AND j.worker = f.worker AND j.attempts = f.attempt AND j.state = 'processing'
 			AND (f.expired_by IS NULL OR j.lease_until <= f.expired_by)
-		RETURNING j.id),
-	live AS (DELETE FROM live_output WHERE job_id IN (SELECT id FROM u))
+		RETURNING j.id, j.queue),
+	live AS (DELETE FROM live_output WHERE job_id IN (SELECT id FROM u)),
+	a AS MATERIALIZED (SELECT u.queue, f.outcome, f.a_started AS started_at, f.a_finished AS finished_at
+		FROM f JOIN u ON u.id = f.id),
+	` + countFinished + `
 	INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome, worker, error,
 		output, dropped)
 	SELECT f.id, f.number, f.a_started, f.a_finished, f.a_exit, f.signal, f.outcome, f.a_worker, f.a_error,
 		f.output, f.dropped
 	FROM f JOIN u ON u.id = f.id ORDER BY f.ord
 	RETURNING job_id`
+
+// countFinished counts the finished attempts of CTE a (queue, outcome,
+// started_at, finished_at) in the monitoring totals (attempt_totals, by
+// run-time bucket of metric_buckets) and in the run-time histograms
+// (run_slots, by minute and hour of the end and bucket of run_buckets):
+// two CTEs to put in a WITH after a. Its histogram rows are locked in key
+// order, as a deletion locks them (admin.go), and each backend counts into
+// monitoring rows of its own (shard = its process id).
+const countFinished = `timed AS MATERIALIZED (
+		SELECT a.queue, a.outcome, a.finished_at, d.d, (SELECT min(le_us) FROM metric_buckets WHERE le_us >= d.d) AS metric_le,
+			(SELECT min(le_us) FROM run_buckets WHERE le_us >= d.d) AS run_le
+		FROM a, LATERAL (SELECT (extract(epoch FROM a.finished_at - coalesce(a.started_at, a.finished_at)) * 1000000)::bigint AS d) d),
+	totals AS (
+		INSERT INTO attempt_totals AS t (queue, outcome, le_us, shard, n, sum_us)
+		SELECT queue, outcome, metric_le, pg_backend_pid(), count(*), sum(d) FROM timed GROUP BY queue, outcome, metric_le
+		ON CONFLICT (queue, outcome, le_us, shard) DO UPDATE SET n = t.n + excluded.n, sum_us = t.sum_us + excluded.sum_us),
+	runs AS (
+		INSERT INTO run_slots AS r (span, slot, queue, class, le_us, n, min_us, max_us)
+		SELECT s.span, date_trunc(s.span, t.finished_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', t.queue,
+			CASE WHEN t.outcome IN ('succeeded', 'interrupted') THEN t.outcome ELSE 'failed' END, t.run_le, count(*), min(t.d), max(t.d)
+		FROM timed t CROSS JOIN (VALUES ('minute'), ('hour')) s(span)
+		GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
+		ON CONFLICT (span, slot, queue, class, le_us) DO UPDATE
+			SET n = r.n + excluded.n, min_us = least(r.min_us, excluded.min_us), max_us = greatest(r.max_us, excluded.max_us))`
 
 // finishColumns are finishAll's parameters.
 type finishColumns struct {

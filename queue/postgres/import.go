@@ -20,6 +20,13 @@ const importDep = `INSERT INTO job_deps (job_id, dep_id) VALUES ($1, $2)`
 const importAttempt = `INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome,
 	worker, error, output, dropped) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 
+// countImported counts the imported attempts of the jobs $1, as finishAll
+// counts the attempts it records.
+const countImported = `WITH a AS MATERIALIZED (
+		SELECT j.queue, x.outcome, x.started_at, x.finished_at FROM attempts x JOIN jobs j ON j.id = x.job_id WHERE j.id = ANY($1)),
+	` + countFinished + `
+	SELECT count(*) FROM a`
+
 // ImportJobs stores jobs as they are in another store, in any state, with
 // their history and outputs, all in one transaction: all or none. A taken
 // id fails the whole call with ErrDuplicate. Jobs go in the order given,
@@ -29,7 +36,9 @@ func (s *Store) ImportJobs(ctx context.Context, recs []queue.JobRecord) error {
 		for start := 0; start < len(recs); start += 500 {
 			b := &pgx.Batch{}
 			part := recs[start:min(start+500, len(recs))]
-			for _, r := range part {
+			ids := make([]string, len(part))
+			for i, r := range part {
+				ids[i] = r.Job.ID
 				b.Queue(importJob, importArgs(r.Job)...)
 				for _, dep := range r.Job.After {
 					b.Queue(importDep, r.Job.ID, dep)
@@ -41,6 +50,9 @@ func (s *Store) ImportJobs(ctx context.Context, recs []queue.JobRecord) error {
 			}
 			if err := sendImport(ctx, tx, b, part); err != nil {
 				return err
+			}
+			if _, err := tx.Exec(ctx, countImported, ids); err != nil {
+				return fmt.Errorf("count attempts: %w", err)
 			}
 		}
 		_, err := tx.Exec(ctx, notifySQL, s.channel)

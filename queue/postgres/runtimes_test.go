@@ -73,11 +73,16 @@ func TestStatsReadIndexRanges(t *testing.T) {
 		SELECT 'j' || i, 'q' || (i % 4), 'true', 'completed', 0, 2, 3600000000, t, t, t
 		FROM generate_series(1, 50000) AS i, LATERAL (SELECT timestamptz '2026-03-01 12:00:00+00' + i * interval '2 s' AS t) t;
 		INSERT INTO attempts (job_id, number, started_at, finished_at, outcome)
-		SELECT id, 1, run_at - (hashtext(id) % 60000) * interval '1 ms', run_at, 'succeeded' FROM jobs;
-		ANALYZE jobs; ANALYZE attempts; ANALYZE run_slots`)
+		SELECT id, 1, run_at - (hashtext(id) % 60000) * interval '1 ms', run_at, 'succeeded' FROM jobs`)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var ids []string
+	if err := conn.QueryRow(ctx, `SELECT array_agg(id) FROM jobs`).Scan(&ids); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, conn, postgres.CountImportedSQL, ids) // as an import would
+	mustExec(t, conn, `ANALYZE jobs; ANALYZE attempts; ANALYZE run_slots`)
 	from := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	plan := explain(t, conn, "EXPLAIN "+postgres.LongestSQL, from, from.Add(time.Hour), int64(-1<<63), 5)
 	t.Logf("longest:\n%s", plan)
@@ -89,5 +94,40 @@ func TestStatsReadIndexRanges(t *testing.T) {
 	t.Logf("run times:\n%s", plan)
 	if strings.Count(plan, "run_slots_pkey") != 2 || strings.Contains(plan, "Seq Scan on run_slots") {
 		t.Errorf("run times: want two ranges of run_slots_pkey; plan:\n%s", plan)
+	}
+}
+
+// ImportJobs counts the attempts it copies, as finishing them would have:
+// in the run-time histograms and in the monitoring totals.
+func TestImportCountsAttempts(t *testing.T) {
+	_, u := newSchema(t)
+	s := open(t, u)
+	sample := storetest.SampleAttempts(1200) // more than one import batch
+	recs := make([]queue.JobRecord, len(sample))
+	var sum time.Duration
+	for i, a := range sample {
+		recs[i] = queue.JobRecord{
+			Job: &queue.Job{ID: a.JobID, Queue: a.Queue, Command: "true", State: queue.StateCompleted, Attempts: 1,
+				BackoffBase: 2, MaxBackoff: time.Hour, RunAt: a.FinishedAt, CreatedAt: a.FinishedAt, UpdatedAt: a.FinishedAt},
+			History: []*queue.Attempt{{JobID: a.JobID, Number: 1, StartedAt: a.FinishedAt.Add(-a.Duration),
+				FinishedAt: a.FinishedAt, Outcome: a.Outcome}},
+		}
+		sum += a.Duration
+	}
+	if err := s.ImportJobs(tctx(t), recs); err != nil {
+		t.Fatal(err)
+	}
+	storetest.CheckRunTimes(t, s, sample[0].FinishedAt.Add(-time.Hour), sample, false)
+	m, err := s.Metrics(tctx(t), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	var got time.Duration
+	for _, b := range m.RunTimes {
+		n, got = n+b.N, got+b.Sum
+	}
+	if n != int64(len(sample)) || got != sum {
+		t.Fatalf("monitoring totals: %d attempts, %v run time; want %d, %v", n, got, len(sample), sum)
 	}
 }
