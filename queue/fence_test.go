@@ -15,11 +15,13 @@ import (
 // partitioned is a store this worker loses touch with once cut is set:
 // heartbeats and outcomes fail, as on the far side of a network partition.
 // It records the jobs whose outcomes the engine tried to write meanwhile.
+// Once busy is set instead, heartbeats reach the store but report every
+// job busy (its row held by another transaction), so no lease is renewed.
 type partitioned struct {
 	queue.Store
-	cut        atomic.Bool
+	cut, busy  atomic.Bool
 	mu         sync.Mutex
-	finishedIn []string // jobs the engine tried to finish while cut
+	finishedIn []string // jobs the engine tried to finish while cut or busy
 }
 
 var errUnreachable = errors.New("dial tcp: connect: network is unreachable")
@@ -28,16 +30,25 @@ func (s *partitioned) Heartbeat(ctx context.Context, p queue.HeartbeatParams) (q
 	if s.cut.Load() {
 		return queue.HeartbeatResult{}, errUnreachable
 	}
+	if s.busy.Load() {
+		jobs := p.Jobs
+		p.Jobs = nil
+		res, err := s.Store.Heartbeat(ctx, p)
+		res.Busy = jobs
+		return res, err
+	}
 	return s.Store.Heartbeat(ctx, p)
 }
 
 func (s *partitioned) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, error) {
-	if s.cut.Load() {
+	if s.cut.Load() || s.busy.Load() {
 		s.mu.Lock()
 		for _, f := range fs {
 			s.finishedIn = append(s.finishedIn, f.JobID)
 		}
 		s.mu.Unlock()
+	}
+	if s.cut.Load() {
 		return nil, errUnreachable
 	}
 	return s.Store.FinishJobs(ctx, fs)
@@ -47,6 +58,13 @@ func (s *partitioned) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool
 // ends, on its own clock, and gives it up without recording an outcome:
 // after the lease another worker may run it, and the two must not overlap.
 func TestEngineStopsJobWhoseLeaseItCannotRenew(t *testing.T) {
+	t.Run("partition", func(t *testing.T) { checkFenced(t, func(st *partitioned) { st.cut.Store(true) }) })
+	// A job reported busy at every heartbeat is not renewed either: the
+	// engine must not move its fence as if it were.
+	t.Run("row always busy", func(t *testing.T) { checkFenced(t, func(st *partitioned) { st.busy.Store(true) }) })
+}
+
+func checkFenced(t *testing.T, breakRenewals func(*partitioned)) {
 	base, _ := openStore(t)
 	st := &partitioned{Store: base}
 	b := newBlocker()
@@ -65,7 +83,7 @@ func TestEngineStopsJobWhoseLeaseItCannotRenew(t *testing.T) {
 	case <-time.After(lease + lease/2):
 	}
 
-	st.cut.Store(true)
+	breakRenewals(st)
 	cut := time.Now()
 	recv(t, r.ctx.Done(), "the job to be stopped")
 	if took := time.Since(cut); took >= lease {

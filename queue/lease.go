@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -71,13 +72,13 @@ func (k *leaseKeeper) heartbeat(ctx context.Context, ids []string) error {
 	if err != nil {
 		return fmt.Errorf("heartbeat: %w", err)
 	}
-	lost := make(map[string]bool, len(res.Lost))
-	for _, id := range res.Lost {
-		lost[id] = true
+	notRenewed := make(map[string]bool, len(res.Lost)+len(res.Busy))
+	for _, id := range slices.Concat(res.Lost, res.Busy) {
+		notRenewed[id] = true
 	}
 	renewed := make([]string, 0, len(ids))
 	for _, id := range ids {
-		if !lost[id] {
+		if !notRenewed[id] {
 			renewed = append(renewed, id)
 		}
 	}

@@ -201,8 +201,13 @@ type HeartbeatParams struct {
 
 // HeartbeatResult tells a worker what changed under it.
 type HeartbeatResult struct {
-	Lost          []string // jobs it no longer holds
-	Cancel        []string // jobs a user asked to cancel
+	Lost   []string // jobs it no longer holds
+	Cancel []string // jobs a user asked to cancel
+	// Busy are jobs whose rows another transaction held (a finish in
+	// flight, say): neither renewed nor lost, asked again next time. A
+	// heartbeat never waits on a job's row, so it never takes part in a
+	// deadlock with a batch of finishes.
+	Busy          []string
 	StopRequested bool
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/postgres"
 )
 
 // A batch's finishes are one statement, but two finishes of one job in a
@@ -16,21 +17,7 @@ func TestFinishBatchWithTwoFinishesOfOneJob(t *testing.T) {
 	s := open(t, u)
 	ctx := tctx(t)
 	now := time.Now().UTC()
-	var jobs []*queue.Job
-	for _, id := range []string{"a", "b"} {
-		j, err := queue.NewJob{ID: id, Command: "true"}.Resolve(queue.DefaultSettings(), now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		jobs = append(jobs, j)
-	}
-	if err := s.InsertJobs(ctx, jobs); err != nil {
-		t.Fatal(err)
-	}
-	claimed, err := s.ClaimJobs(ctx, queue.ClaimParams{Worker: "w", Limit: 2, Now: now.Add(time.Second), LeaseUntil: now.Add(time.Hour)})
-	if err != nil || len(claimed) != 2 {
-		t.Fatalf("claim: %d jobs, %v", len(claimed), err)
-	}
+	claimed := insertAndClaim(t, s, "w", now, "a", "b")
 	code := 0
 	end := queue.End{Outcome: queue.OutcomeSucceeded, ExitCode: &code, Started: now, Finished: now}
 	a, b := queue.RetryPolicy{}.Decide(claimed[0], "w", end, now), queue.RetryPolicy{}.Decide(claimed[1], "w", end, now)
@@ -51,4 +38,22 @@ func TestFinishBatchWithTwoFinishesOfOneJob(t *testing.T) {
 			t.Fatalf("%s: %+v %v, want completed", j.ID, got, err)
 		}
 	}
+}
+
+// insertAndClaim inserts jobs with these ids and claims them all for
+// worker, with an hour's lease from now.
+func insertAndClaim(t *testing.T, s *postgres.Store, worker string, now time.Time, ids ...string) []*queue.Job {
+	t.Helper()
+	var jobs []*queue.Job
+	for _, id := range ids {
+		jobs = append(jobs, newJob(t, id))
+	}
+	if err := s.InsertJobs(tctx(t), jobs); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := s.ClaimJobs(tctx(t), queue.ClaimParams{Worker: worker, Limit: len(ids), Now: now.Add(time.Second), LeaseUntil: now.Add(time.Hour)})
+	if err != nil || len(claimed) != len(ids) {
+		t.Fatalf("claim: %d jobs, %v", len(claimed), err)
+	}
+	return claimed
 }

@@ -11,6 +11,23 @@ import (
 	"github.com/queuectl/queuectl/queue/internal/storekit"
 )
 
+// renewLeases renews the leases of the jobs $2 that worker $3 holds, and
+// answers each renewed job with its cancel request and each job whose row
+// another transaction holds with held = true. It takes the rows with SKIP
+// LOCKED: waiting for them could deadlock with a batch of finishes that
+// locks them in another order, and a job whose row is busy (its outcome
+// being written, most likely) is asked again at the next heartbeat. An
+// expired lease is not renewed: a rescuer may have taken the job, and the
+// worker must stop it (it is reported lost).
+const renewLeases = `WITH l AS MATERIALIZED (SELECT id FROM jobs WHERE id = ANY($2) FOR UPDATE SKIP LOCKED),
+	u AS (
+		UPDATE jobs j SET lease_until = now() + ($1::timestamptz - $4::timestamptz) FROM l
+		WHERE j.id = l.id AND j.worker = $3 AND j.state = 'processing' AND j.lease_until > now()
+		RETURNING j.id, j.cancel_requested)
+	SELECT id, cancel_requested, false FROM u
+	UNION ALL
+	SELECT id, false, true FROM jobs WHERE id = ANY($2) AND id NOT IN (SELECT id FROM l)`
+
 // Heartbeat implements queue.Store.
 func (s *Store) Heartbeat(ctx context.Context, p queue.HeartbeatParams) (queue.HeartbeatResult, error) {
 	var res queue.HeartbeatResult
@@ -30,25 +47,34 @@ func (s *Store) Heartbeat(ctx context.Context, p queue.HeartbeatParams) (queue.H
 		if len(p.Jobs) == 0 {
 			return nil
 		}
-		// An expired lease is not renewed: a rescuer may have taken the
-		// job, and the worker must stop it (it is reported lost).
-		rows, err := tx.Query(ctx, `UPDATE jobs SET lease_until = now() + ($1::timestamptz - $4::timestamptz)
-			WHERE id = ANY($2) AND worker = $3 AND state = 'processing' AND lease_until > now()
-			RETURNING id, cancel_requested`, p.LeaseUntil, p.Jobs, p.Worker, p.Now)
+		rows, err := tx.Query(ctx, renewLeases, p.LeaseUntil, p.Jobs, p.Worker, p.Now)
 		if err != nil {
 			return err
 		}
 		renewed := map[string]bool{}
+		busy := map[string]bool{}
 		var id string
-		var cancel bool
-		_, err = pgx.ForEachRow(rows, []any{&id, &cancel}, func() error {
-			renewed[id] = cancel
+		var cancel, held bool
+		_, err = pgx.ForEachRow(rows, []any{&id, &cancel, &held}, func() error {
+			if held {
+				busy[id] = true
+			} else {
+				renewed[id] = cancel
+			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		res.Lost, res.Cancel = queue.LeaseRenewal(p.Jobs, renewed)
+		var asked []string
+		for _, id := range p.Jobs {
+			if busy[id] {
+				res.Busy = append(res.Busy, id)
+			} else {
+				asked = append(asked, id)
+			}
+		}
+		res.Lost, res.Cancel = queue.LeaseRenewal(asked, renewed)
 		return nil
 	})
 	return res, storekit.HeartbeatError(p.Worker, err)
