@@ -205,8 +205,9 @@ type HeartbeatResult struct {
 	Cancel []string // jobs a user asked to cancel
 	// Busy are jobs whose rows another transaction held (a finish in
 	// flight, say): neither renewed nor lost, asked again next time. A
-	// heartbeat never waits on a job's row, so it never takes part in a
-	// deadlock with a batch of finishes.
+	// store whose renewals skip rows others hold rather than wait for
+	// them (PostgreSQL, so that a renewal cannot deadlock with a batch of
+	// finishes) reports them here; the worker does not move their fences.
 	Busy          []string
 	StopRequested bool
 }

@@ -238,8 +238,8 @@ func (s *Store) deleteJobs(ctx context.Context, match string, limit int, args ..
 }
 
 // forgetRuns takes the attempts of the jobs $1 out of run_slots, computing
-// their slots and buckets as count_attempts (migration 10) does. It locks
-// the rows in key order, as count_attempts does, so that the two cannot
+// their slots and buckets as countFinished (finish.go) does. It locks
+// the rows in key order, as countFinished does, so that the two cannot
 // deadlock: hence an upsert, which never inserts (the rows exist) or, if
 // it did, would insert a row that forgetAttempts deletes at once.
 const forgetRuns = `INSERT INTO run_slots AS r (span, slot, queue, class, le_us, n, min_us, max_us)

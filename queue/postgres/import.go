@@ -21,7 +21,7 @@ const importAttempt = `INSERT INTO attempts (job_id, number, started_at, finishe
 	worker, error, output, dropped) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 
 // countImported counts the imported attempts of the jobs $1, as finishAll
-// counts the attempts it records.
+// counts the attempts it records (the final SELECT only ends the WITH).
 const countImported = `WITH a AS MATERIALIZED (
 		SELECT j.queue, x.outcome, x.started_at, x.finished_at FROM attempts x JOIN jobs j ON j.id = x.job_id WHERE j.id = ANY($1)),
 	` + countFinished + `
