@@ -163,6 +163,11 @@ func (s *Store) claimLimited(ctx context.Context, p queue.ClaimParams, limited [
 		if err != nil {
 			return err
 		}
+		// Planned as every claim (claimSettings); the statements after it
+		// sort nothing.
+		if _, err := tx.Exec(ctx, `SELECT `+claimPlanning); err != nil {
+			return err
+		}
 		query, args := limitedClaimSQL(p, limited, free, allow)
 		rows, err = tx.Query(ctx, query, args...)
 		if err != nil {
@@ -182,10 +187,10 @@ func (s *Store) claimLimited(ctx context.Context, p queue.ClaimParams, limited [
 // union in claim order are taken.
 func limitedClaimSQL(p queue.ClaimParams, limited, free []string, allow map[string]int) (string, []any) {
 	args := []any{p.Now, p.Worker, p.LeaseUntil}
-	part := func(filter string, n int) string {
+	part := func(filter, order string, n int) string {
 		return `(SELECT id, priority, run_at, created_at, seq FROM jobs
 			WHERE state IN ('pending', 'failed') AND run_at <= $1` + filter + `
-			ORDER BY priority DESC, run_at, created_at, seq LIMIT ` + strconv.Itoa(n) + ` FOR UPDATE SKIP LOCKED)`
+			ORDER BY ` + order + ` LIMIT ` + strconv.Itoa(n) + ` FOR UPDATE SKIP LOCKED)`
 	}
 	var ctes, names []string
 	switch {
@@ -193,13 +198,13 @@ func limitedClaimSQL(p queue.ClaimParams, limited, free []string, allow map[stri
 		// One index range per free queue: never past a limited backlog.
 		for _, q := range free {
 			args = append(args, q)
-			ctes = append(ctes, part(oneQueueFilter("$"+strconv.Itoa(len(args))), p.Limit))
+			ctes = append(ctes, part(oneQueueFilter("$"+strconv.Itoa(len(args))), oneQueueOrder, p.Limit))
 		}
 	case len(free) > 0 && len(p.Queues) > 0:
 		args = append(args, free)
-		ctes = append(ctes, part(` AND queue = ANY($4)`+steeredGuard, p.Limit))
+		ctes = append(ctes, part(` AND queue = ANY($4)`+steeredGuard, claimOrder, p.Limit))
 	case len(free) > 0:
-		ctes = append(ctes, part(steeredGuard, p.Limit))
+		ctes = append(ctes, part(steeredGuard, claimOrder, p.Limit))
 	}
 	for _, q := range limited {
 		n := allow[q]
@@ -210,7 +215,7 @@ func limitedClaimSQL(p queue.ClaimParams, limited, free []string, allow map[stri
 			n = p.Limit
 		}
 		args = append(args, q)
-		ctes = append(ctes, part(` AND queue = $`+strconv.Itoa(len(args)), n))
+		ctes = append(ctes, part(` AND queue >= $`+strconv.Itoa(len(args))+` AND queue <= $`+strconv.Itoa(len(args)), oneQueueOrder, n))
 	}
 	if len(ctes) == 0 {
 		return `SELECT ` + jobColumns("") + ` FROM jobs WHERE false`, args[:0]
@@ -220,7 +225,7 @@ func limitedClaimSQL(p queue.ClaimParams, limited, free []string, allow map[stri
 		ctes[i] = `c` + strconv.Itoa(i) + ` AS ` + ctes[i]
 	}
 	return `WITH ` + strings.Join(ctes, ",\n") + `,
-	pick AS (` + strings.Join(names, " UNION ALL ") + ` ORDER BY priority DESC, run_at, created_at, seq LIMIT ` + strconv.Itoa(p.Limit) + `)` +
+	pick AS (` + strings.Join(names, " UNION ALL ") + ` ORDER BY ` + claimOrder + ` LIMIT ` + strconv.Itoa(p.Limit) + `)` +
 		claimUpdate("pick"), args
 }
 

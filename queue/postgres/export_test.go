@@ -5,11 +5,14 @@ import (
 	"time"
 )
 
-// ClaimSQL and ClaimArgs expose the claim statement for the plan test.
+// ClaimSQL and ClaimArgs expose the claim statement for the plan test,
+// ClaimSettings the settings it runs with.
 var (
 	ClaimSQL  = claimSQL
 	ClaimArgs = claimArgs
 )
+
+const ClaimSettings = claimSettings
 
 // SetListenIdle changes how long the listener waits quietly before it pings
 // its connection, for one (non-parallel) test; restore undoes it.

@@ -16,14 +16,37 @@ import (
 // planner to care, that the claim walks a claim index in claim order (no
 // sort of the runnable jobs, no sequential scan), both with the parameters
 // at hand (custom plan) and for the generic plan a long-lived prepared
-// statement may switch to.
+// statement may switch to; with statistics that match the table, and with
+// stale ones taken while no job was runnable (a queue drained, then given a
+// burst), from which the planner expects a handful of runnable rows.
 func TestClaimUsesIndexInOrder(t *testing.T) {
-	conn := migratedConn(t)
+	for _, stats := range []string{"fresh", "stale", "none"} {
+		t.Run(stats+" statistics", func(t *testing.T) {
+			conn := migratedConn(t)
+			fillClaimable(t, conn, stats)
+			checkClaimPlans(t, conn)
+		})
+	}
+}
+
+// fillClaimable inserts 50,000 jobs, a fifth of them runnable, and
+// analyzes the table (stats "fresh"), or analyzes it before the fifth
+// became runnable ("stale"); or inserts 50,000 runnable jobs into a table
+// never analyzed ("none": a burst into a new schema).
+func fillClaimable(t *testing.T, conn *pgx.Conn, stats string) {
+	t.Helper()
 	ctx := tctx(t)
+	stale := stats == "stale"
+	runnable := `CASE WHEN i % 10 = 0 THEN 'pending' WHEN i % 10 = 1 THEN 'failed' ELSE 'completed' END`
+	switch stats {
+	case "stale":
+		runnable = `'completed'`
+	case "none":
+		runnable = `CASE WHEN i % 2 = 0 THEN 'pending' ELSE 'failed' END`
+	}
 	_, err := conn.Exec(ctx, `INSERT INTO jobs (id, queue, command, state, priority, max_retries, backoff_base,
 		max_backoff_us, run_at, created_at, updated_at)
-		SELECT 'j' || i, 'q' || (i % 5), 'true',
-			CASE WHEN i % 10 = 0 THEN 'pending' WHEN i % 10 = 1 THEN 'failed' ELSE 'completed' END,
+		SELECT 'j' || i, 'q' || (i % 5), 'true', `+runnable+`,
 			i % 3, 3, 2, 3600000000,
 			timestamptz '2026-03-01 12:00:00+00' - (i % 1000) * interval '1 second',
 			timestamptz '2026-03-01 11:00:00+00' + i * interval '1 millisecond',
@@ -32,9 +55,26 @@ func TestClaimUsesIndexInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if stats == "none" {
+		return
+	}
 	if _, err := conn.Exec(ctx, `ANALYZE jobs`); err != nil {
 		t.Fatal(err)
 	}
+	if stale {
+		_, err := conn.Exec(ctx, `UPDATE jobs SET state = CASE WHEN substr(id, 2)::int % 10 = 0 THEN 'pending' ELSE 'failed' END
+			WHERE substr(id, 2)::int % 10 IN (0, 1)`)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkClaimPlans explains the claim for no queue, one queue and two, as
+// the store runs it: in a transaction begun with claimSettings.
+func checkClaimPlans(t *testing.T, conn *pgx.Conn) {
+	t.Helper()
+	ctx := tctx(t)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for _, queues := range [][]string{nil, {"q1"}, {"q1", "q2"}} {
 		p := queue.ClaimParams{Worker: "w", Queues: queues, Limit: 8, Now: now, LeaseUntil: now.Add(time.Minute)}
@@ -42,8 +82,22 @@ func TestClaimUsesIndexInOrder(t *testing.T) {
 		if len(queues) == 1 {
 			wantIndex = "jobs_claim_queue "
 		}
-		custom := explain(t, conn, "EXPLAIN "+postgres.ClaimSQL(queues, p.Limit), postgres.ClaimArgs(p)...)
-		checkPlan(t, fmt.Sprintf("custom plan, queues %v", queues), custom, wantIndex)
+		inClaimTx := func(fn func()) {
+			t.Helper()
+			for _, sql := range []string{"BEGIN", postgres.ClaimSettings} {
+				if _, err := conn.Exec(ctx, sql); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fn()
+			if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		inClaimTx(func() {
+			custom := explain(t, conn, "EXPLAIN "+postgres.ClaimSQL(queues, p.Limit), postgres.ClaimArgs(p)...)
+			checkPlan(t, fmt.Sprintf("custom plan, queues %v", queues), custom, wantIndex)
+		})
 
 		// A generic plan: prepared, parameters unknown at planning.
 		name := fmt.Sprintf("claim_%d", len(queues))
@@ -57,14 +111,13 @@ func TestClaimUsesIndexInOrder(t *testing.T) {
 		case 2:
 			lits = append(lits, "'{q1,q2}'")
 		}
-		if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
-			t.Fatal(err)
-		}
-		generic := explain(t, conn, "EXPLAIN EXECUTE "+name+"("+strings.Join(lits, ", ")+")")
-		if _, err := conn.Exec(ctx, "RESET plan_cache_mode"); err != nil {
-			t.Fatal(err)
-		}
-		checkPlan(t, fmt.Sprintf("generic plan, queues %v", queues), generic, wantIndex)
+		inClaimTx(func() {
+			if _, err := conn.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+				t.Fatal(err)
+			}
+			generic := explain(t, conn, "EXPLAIN EXECUTE "+name+"("+strings.Join(lits, ", ")+")")
+			checkPlan(t, fmt.Sprintf("generic plan, queues %v", queues), generic, wantIndex)
+		})
 	}
 }
 
