@@ -117,6 +117,7 @@ type Engine struct {
 	wakes   *wakeFanout
 	running *runningSet
 	finish  *finisher
+	waiting quota // outcomes waiting to be recorded whose slots were freed (attempt)
 
 	jobCtx context.Context // parent of every attempt's context
 	jobs   sync.WaitGroup  // running jobs
@@ -142,14 +143,17 @@ func NewEngine(store Store, runner Runner, cfg EngineConfig) *Engine {
 		cfg.WorkerID = fmt.Sprintf("%s:%d:%04x", host, pid, rand.Uint32()&0xffff)
 	}
 	var queues []string
+	slots := 0
 	for _, l := range cfg.Lanes {
 		queues = append(queues, l.Queues...)
+		slots += l.Slots
 	}
 	e := &Engine{
 		store: store, runner: runner, cfg: cfg,
 		log:       cfg.Log.With().Str("worker", cfg.WorkerID).Logger(),
 		me:        WorkerInfo{ID: cfg.WorkerID, PID: pid, Host: host, BootID: cfg.Processes.BootID(), ProcStart: start, Queues: queues},
 		running:   newRunningSet(),
+		waiting:   make(quota, slots),
 		stopAsked: make(chan struct{}),
 		jobCtx:    context.Background(),
 	}
@@ -164,7 +168,8 @@ func NewEngine(store Store, runner Runner, cfg EngineConfig) *Engine {
 	}
 	e.lanes = &slotLanes{
 		store: store, clock: cfg.Clock, worker: cfg.WorkerID, lease: cfg.Lease, poll: cfg.Poll,
-		launch: e.launch, log: e.log, lanes: cfg.Lanes,
+		launch: func(j *Job, leaseFrom time.Time, free func()) { e.launch(j, leaseFrom, free, nil) },
+		log:    e.log, lanes: cfg.Lanes,
 	}
 	for range cfg.Lanes {
 		e.lanes.wakes = append(e.lanes.wakes, e.wakes.add())
@@ -245,7 +250,7 @@ func (e *Engine) ProcessAvailable(ctx context.Context) (int, error) {
 		n += len(jobs)
 		for _, j := range jobs {
 			wg.Add(1)
-			e.launch(j, sent, wg.Done)
+			e.launch(j, sent, nil, wg.Done)
 		}
 	}
 	wg.Wait()

@@ -19,7 +19,7 @@ type slotLanes struct {
 	worker string
 	lease  time.Duration
 	poll   time.Duration
-	launch func(j *Job, leaseFrom time.Time, done func())
+	launch func(j *Job, leaseFrom time.Time, free func())
 	log    zerolog.Logger
 	lanes  []Lane
 	wakes  []chan struct{} // one per lane

@@ -128,10 +128,13 @@ func (s *runningSet) stopAll(reason Outcome) int {
 	return len(s.jobs)
 }
 
-// launch runs j in its own goroutine and calls done when its outcome is
-// recorded. leaseFrom is when the claim that took j's lease was sent, on
-// this process's monotonic clock: j's fence starts there.
-func (e *Engine) launch(j *Job, leaseFrom time.Time, done func()) {
+// launch runs j in its own goroutine. leaseFrom is when the claim that
+// took j's lease was sent, on this process's monotonic clock: j's fence
+// starts there. free, if not nil, is called once j's slot may take another
+// job: when its command has ended and its outcome is queued for recording
+// (see attempt), at the latest when done would be. done, if not nil, is
+// called when its outcome is recorded and its hooks have run.
+func (e *Engine) launch(j *Job, leaseFrom time.Time, free, done func()) {
 	ctx, cancel := context.WithCancel(e.jobCtx)
 	r := &runningJob{job: j, cancel: cancel}
 	r.mu.Lock()
@@ -145,18 +148,25 @@ func (e *Engine) launch(j *Job, leaseFrom time.Time, done func()) {
 	r.mu.Unlock()
 	e.running.add(r)
 	e.jobs.Add(1)
+	release := func() {}
+	if free != nil {
+		release = sync.OnceFunc(free)
+	}
 	go func() {
 		defer e.jobs.Done()
-		defer done()
+		if done != nil {
+			defer done()
+		}
+		defer release()
 		defer cancel()
-		e.runJob(ctx, r)
+		e.runJob(ctx, r, release)
 	}()
 }
 
-func (e *Engine) runJob(ctx context.Context, r *runningJob) {
+func (e *Engine) runJob(ctx context.Context, r *runningJob, release func()) {
 	j := r.job
 	log := e.log.With().Str("job_id", j.ID).Str("queue", j.Queue).Int("attempt", j.Attempts).Logger()
-	if f, recorded := e.attempt(ctx, r, log); recorded {
+	if f, recorded := e.attempt(ctx, r, log, release); recorded {
 		// After the job left the running set: its lease is no longer
 		// renewed, nor can a stop of running jobs reach the hook.
 		e.runHooks(log, j, f)
@@ -164,8 +174,14 @@ func (e *Engine) runJob(ctx context.Context, r *runningJob) {
 }
 
 // attempt runs one attempt of r's job and records its outcome; recorded
-// says whether the outcome f took effect.
-func (e *Engine) attempt(ctx context.Context, r *runningJob, log zerolog.Logger) (f Finish, recorded bool) {
+// says whether the outcome f took effect. Once the command has ended it
+// calls release, so that the job's slot takes the next job while the
+// outcome waits for its batch (the claim of the next jobs and the
+// recording of these overlap), unless the job has hooks to run after the
+// recording (they run in its slot) or the engine already has as many
+// outcomes waiting as it has slots (then the slot waits, which bounds the
+// jobs a worker holds to twice its slots).
+func (e *Engine) attempt(ctx context.Context, r *runningJob, log zerolog.Logger, release func()) (f Finish, recorded bool) {
 	j := r.job
 	log.Debug().Msg("job started")
 	live := e.newLiveSaver(j, log)
@@ -180,6 +196,10 @@ func (e *Engine) attempt(ctx context.Context, r *runningJob, log zerolog.Logger)
 		// could overwrite that worker's attempt.
 		log.Warn().Msg("job given up after its lease could not be renewed; no outcome recorded")
 		return f, false
+	}
+	if j.Hooks.IsZero() && e.waiting.take() {
+		defer e.waiting.give()
+		release()
 	}
 	return e.record(log, j, end(res, r.why(), j.Timeout))
 }
@@ -209,3 +229,18 @@ func (e *Engine) record(log zerolog.Logger, j *Job, end End) (Finish, bool) {
 	}
 	return f, err == nil && applied
 }
+
+// quota is a count with a ceiling (its capacity) that is never waited for:
+// take fails when it is reached.
+type quota chan struct{}
+
+func (q quota) take() bool {
+	select {
+	case q <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (q quota) give() { <-q }
