@@ -30,18 +30,20 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 		}
 		var id, state string
 		var n int
-		var rids []string
+		var rids, states []string
 		var attempts []int
 		if _, err = pgx.ForEachRow(rows, []any{&id, &state, &n}, func() error {
 			rids, attempts = append(rids, id), append(attempts, queue.RetryAttempts(queue.State(state), n))
+			states = append(states, state)
 			return nil
 		}); err != nil {
 			return err
 		}
 		// A reset attempt count resets the uncharged ones too.
-		_, err = tx.Exec(ctx, `UPDATE jobs SET state = 'pending', run_at = $1, updated_at = $1, attempts = v.attempts,
+		_, err = tx.Exec(ctx, countedUpdate(`UPDATE jobs SET state = 'pending', run_at = $1, updated_at = $1, attempts = v.attempts,
 			uncharged = least(jobs.uncharged, v.attempts)
-			FROM unnest($2::text[], $3::integer[]) AS v(id, attempts) WHERE jobs.id = v.id`, p.Now, rids, attempts)
+			FROM unnest($2::text[], $3::integer[], $4::text[]) AS v(id, attempts, was) WHERE jobs.id = v.id
+			RETURNING jobs.queue, v.was, jobs.state AS became`), p.Now, rids, attempts, states)
 		if err != nil {
 			return err
 		}
@@ -172,8 +174,10 @@ func (c cancelTx) JobState(ctx context.Context, id string) (queue.State, bool, e
 }
 
 func (c cancelTx) CancelNow(ctx context.Context, id, reason string, now time.Time) error {
-	_, err := c.tx.Exec(ctx, `UPDATE jobs SET state = $1, error = $2, updated_at = $3 WHERE id = $4`,
-		string(queue.StateCancelled), reason, now, id)
+	// The row is locked (JobState): the subquery reads the state it had.
+	_, err := c.tx.Exec(ctx, countedUpdate(`UPDATE jobs SET state = $1, error = $2, updated_at = $3
+		FROM (SELECT state AS was FROM jobs WHERE id = $4) o WHERE id = $4
+		RETURNING queue, o.was, jobs.state AS became`), string(queue.StateCancelled), reason, now, id)
 	return err
 }
 

@@ -30,7 +30,7 @@ func claimSQL(queues []string, limit int) string {
 		filter = " AND queue = ANY($4)" + steeredGuard
 	}
 	return `WITH c AS (
-		SELECT id, run_at FROM jobs
+		SELECT id, run_at, state FROM jobs
 		WHERE state IN ('pending', 'failed') AND run_at <= $1` + filter + `
 		ORDER BY ` + order + `
 		LIMIT ` + strconv.Itoa(limit) + `
@@ -38,7 +38,8 @@ func claimSQL(queues []string, limit int) string {
 }
 
 // claimUpdate ends a claim statement: it moves the jobs the CTE named from
-// picked (their id and run_at) to processing, counts their start delays
+// picked (their id, run_at and state) to processing, counts the moves
+// (countMoves) and their start delays
 // (run_at to start) into start_delay_totals, one upsert per queue and
 // bucket for the whole claim (the per-row trigger that did it went in
 // migration 9), and returns the jobs' columns, then seq.
@@ -50,6 +51,8 @@ func claimUpdate(from string) string {
 			cancel_requested = false
 		FROM ` + from + ` WHERE j.id = ` + from + `.id
 		RETURNING ` + jobColumns("j.") + `, j.seq),
+	moved AS (SELECT u.queue, p.state AS was, u.state AS became FROM u JOIN ` + from + ` p ON p.id = u.id),
+	` + countMoves + `,
 	counted AS (
 		INSERT INTO start_delay_totals AS t (queue, le_us, shard, n, sum_us)
 		SELECT d.queue, (SELECT min(le_us) FROM metric_buckets WHERE le_us >= d.us), pg_backend_pid(), count(*), sum(d.us)

@@ -188,7 +188,7 @@ func (s *Store) claimLimited(ctx context.Context, p queue.ClaimParams, limited [
 func limitedClaimSQL(p queue.ClaimParams, limited, free []string, allow map[string]int) (string, []any) {
 	args := []any{p.Now, p.Worker, p.LeaseUntil}
 	part := func(filter, order string, n int) string {
-		return `(SELECT id, priority, run_at, created_at, seq FROM jobs
+		return `(SELECT id, priority, run_at, created_at, seq, state FROM jobs
 			WHERE state IN ('pending', 'failed') AND run_at <= $1` + filter + `
 			ORDER BY ` + order + ` LIMIT ` + strconv.Itoa(n) + ` FOR UPDATE SKIP LOCKED)`
 	}

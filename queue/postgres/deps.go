@@ -41,14 +41,14 @@ func (t settleTx) Blocked(ctx context.Context, id string) (bool, error) {
 }
 
 func (t settleTx) Release(ctx context.Context, id string, now time.Time) error {
-	_, err := t.tx.Exec(ctx, `UPDATE jobs SET state = 'pending', run_at = greatest(run_at, $1), updated_at = $1
-		WHERE id = $2 AND state = 'waiting'`, now, id)
+	_, err := t.tx.Exec(ctx, countedUpdate(`UPDATE jobs SET state = 'pending', run_at = greatest(run_at, $1), updated_at = $1
+		WHERE id = $2 AND state = 'waiting' RETURNING queue, 'waiting'::text AS was, state AS became`), now, id)
 	return err
 }
 
 func (t settleTx) CancelWaiting(ctx context.Context, id, reason string, now time.Time) error {
-	_, err := t.tx.Exec(ctx, `UPDATE jobs SET state = 'cancelled', error = $1, updated_at = $2
-		WHERE id = $3 AND state = 'waiting'`, reason, now, id)
+	_, err := t.tx.Exec(ctx, countedUpdate(`UPDATE jobs SET state = 'cancelled', error = $1, updated_at = $2
+		WHERE id = $3 AND state = 'waiting' RETURNING queue, 'waiting'::text AS was, state AS became`), reason, now, id)
 	return err
 }
 

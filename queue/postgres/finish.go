@@ -36,7 +36,9 @@ const finishAll = `WITH f AS (
 		FROM f
 		WHERE j.id = f.id AND j.worker = f.worker AND j.attempts = f.attempt AND j.state = 'processing'
 			AND (f.expired_by IS NULL OR j.lease_until <= f.expired_by)
-		RETURNING j.id, j.queue),
+		RETURNING j.id, j.queue, j.state),
+	moved AS (SELECT queue, 'processing'::text AS was, state AS became FROM u),
+	` + countMoves + `,
 	live AS (DELETE FROM live_output WHERE job_id IN (SELECT id FROM u)),
 	a AS MATERIALIZED (SELECT u.queue, f.outcome, f.a_started AS started_at, f.a_finished AS finished_at
 		FROM f JOIN u ON u.id = f.id),

@@ -196,9 +196,10 @@ func (s *Store) Output(ctx context.Context, jobID string, number int) (*queue.At
 	return a, nil
 }
 
-// CountJobs implements queue.Store from job_totals, which a trigger per
-// statement keeps (migration 11): a few rows per queue, whatever the
-// number of jobs. It folds the counter rows first, so that they stay few;
+// CountJobs implements queue.Store from job_totals, which the statements
+// that change a job's state keep (countMoves), with a trigger per statement
+// for inserts and deletes (migration 11): a few rows per queue, whatever
+// the number of jobs. It folds the counter rows first, so that they stay few;
 // a fold that fails (a read-only role, say) only leaves more to add up.
 func (s *Store) CountJobs(ctx context.Context) ([]queue.Count, error) {
 	_ = s.fold(ctx, jobTotals)

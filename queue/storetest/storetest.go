@@ -54,6 +54,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"Workers", testWorkers},
 		{"WakeupsAcrossHandles", testWakeups},
 		{"ListAndCount", testListAndCount},
+		{"CountsFollowChanges", testCountsFollowChanges},
 		{"ApplyTemplates", testApplyTemplates},
 		{"FireOncePerSlot", testFireOncePerSlot},
 		{"Overlap", testOverlap},
