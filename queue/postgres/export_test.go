@@ -10,6 +10,8 @@ import (
 var (
 	ClaimSQL  = claimSQL
 	ClaimArgs = claimArgs
+	// LimitedClaimSQL is the claim of a transaction that limits queues.
+	LimitedClaimSQL = limitedClaimSQL
 )
 
 const ClaimSettings = claimSettings

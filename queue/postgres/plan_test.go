@@ -98,6 +98,15 @@ func checkClaimPlans(t *testing.T, conn *pgx.Conn) {
 			custom := explain(t, conn, "EXPLAIN "+postgres.ClaimSQL(queues, p.Limit), postgres.ClaimArgs(p)...)
 			checkPlan(t, fmt.Sprintf("custom plan, queues %v", queues), custom, wantIndex)
 		})
+		if len(queues) == 1 {
+			// The same queue, limited: its part of a limited claim
+			// (controls.go) walks the queue's claim index likewise.
+			query, args := postgres.LimitedClaimSQL(p, queues, nil, map[string]int{queues[0]: 3})
+			inClaimTx(func() {
+				plan := explain(t, conn, "EXPLAIN "+query, args...)
+				checkPlan(t, fmt.Sprintf("limited claim, queue %v", queues), plan, wantIndex)
+			})
+		}
 
 		// A generic plan: prepared, parameters unknown at planning.
 		name := fmt.Sprintf("claim_%d", len(queues))
@@ -149,11 +158,13 @@ func explain(t *testing.T, conn *pgx.Conn, sql string, args ...any) string {
 }
 
 // checkPlan checks the part of a claim's plan that picks the jobs (CTE c,
-// up to the next CTE; the counting CTEs after it sort their few rows).
+// or a limited claim's parts), up to the next CTE: the limited claim's
+// merge of its parts and the counting CTEs sort their few rows.
 func checkPlan(t *testing.T, what, plan, wantIndex string) {
 	t.Helper()
 	t.Logf("%s:\n%s", what, plan)
 	pick, _, _ := strings.Cut(plan, "CTE u\n")
+	pick, _, _ = strings.Cut(pick, "CTE pick\n")
 	if !strings.Contains(pick, "Index Scan using "+wantIndex+"on jobs") || !strings.Contains(pick, "LockRows") ||
 		strings.Contains(pick, "Sort") || strings.Contains(plan, "Seq Scan") {
 		t.Errorf("%s: want an ordered scan of %s with row locks, no sort, no sequential scan; plan:\n%s", what, strings.TrimSpace(wantIndex), plan)
