@@ -39,10 +39,10 @@ func claimSQL(queues []string, limit int) string {
 
 // claimUpdate ends a claim statement: it moves the jobs the CTE named from
 // picked (their id, run_at and state) to processing, counts the moves
-// (countMoves) and their start delays
-// (run_at to start) into start_delay_totals, one upsert per queue and
-// bucket for the whole claim (the per-row trigger that did it went in
-// migration 9), and returns the jobs' columns, then seq.
+// (countMoves) and their start delays (run_at to start) into
+// start_delay_totals, one upsert per queue and bucket for the whole claim
+// (the per-row trigger that did it went in migration 9), and returns the
+// jobs' columns, then seq.
 func claimUpdate(from string) string {
 	return `,
 	u AS (
@@ -123,10 +123,9 @@ func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Jo
 // claim with 20,000 runnable jobs) instead of walking a claim index in
 // order and stopping at the limit. Without sorts, the ordered index scan
 // is the only plan left. A sort that cannot be avoided (the limited
-// claim's merge of its parts, controls.go) is still made, but its plan
-// then costs more than jit_above_cost, and compiling it took 400 ms per
-// claim: claims never use JIT. The job-count trigger the claim fires
-// keeps the server's settings (migration 14).
+// claim's merge of its parts, controls.go; countMoves' order) is still
+// made, but its plan then costs more than jit_above_cost, and compiling
+// it took 400 ms per claim: claims never use JIT.
 const claimSettings = `SELECT set_config('synchronous_commit', 'off', true), ` + claimPlanning
 
 // claimPlanning is claimSettings' part that shapes plans.

@@ -2,10 +2,11 @@ package postgres
 
 // countMoves is a CTE (to put in a WITH after a CTE named moved) that adds
 // to job_totals the jobs moved took from one state to another: moved has a
-// row per job with its queue, was (its state before) and became (after). One upsert per queue and state, into rows of
-// this backend's own (shard = its process id, as the job-count triggers of
-// migration 11 do for inserts and deletes), locked in key order. Every
-// statement that changes a job's state counts this way (migration 14).
+// row per job with its queue, was (its state before) and became (after).
+// One upsert per queue and state, into rows of this backend's own (shard =
+// its process id, as the job-count triggers of migration 11 do for inserts
+// and deletes), locked in key order. Every statement that changes a job's
+// state counts this way (migration 14).
 const countMoves = `moves_counted AS (
 		INSERT INTO job_totals AS t (queue, state, shard, n)
 		SELECT queue, state, pg_backend_pid(), sum(n) FROM (
