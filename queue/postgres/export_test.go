@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"time"
+
+	"github.com/queuectl/queuectl/queue"
 )
 
 // ClaimSQL and ClaimArgs expose the claim statement for the plan test,
@@ -40,3 +42,15 @@ const (
 	DeleteMatch      = deleteMatch
 	CountImportedSQL = countImported
 )
+
+// FinishAllSQL is the statement that records a batch of outcomes, and
+// FinishArgs its parameters for a batch, for the plan test.
+const FinishAllSQL = finishAll
+
+func FinishArgs(fs []queue.Finish) []any {
+	var c finishColumns
+	for _, f := range fs {
+		c.add(f)
+	}
+	return c.args()
+}

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -212,4 +213,52 @@ func TestRetentionUsesFinishedIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("generic plan", explain(t, conn, `EXPLAIN EXECUTE retention('2026-03-01 00:10:00+00', '{completed}')`))
+}
+
+// TestFinishFindsJobsByID checks that a batch of outcomes does not read a
+// worker's jobs once per outcome. With jobs_processing_worker keyed by the
+// worker alone the planner joined the batch through it (the processing set
+// looks smaller than the primary key), and with one worker holding 64 jobs
+// each outcome read all of them: about 2,000 rows for 64 outcomes. It
+// checks the generic plan (the one a prepared statement run many times
+// settles on, with its batch's size unknown) on a table never analyzed.
+func TestFinishFindsJobsByID(t *testing.T) {
+	conn := migratedConn(t)
+	ctx := tctx(t)
+	// 20,000 finished jobs, then 64 held by worker w3, as in a busy 64-slot worker.
+	_, err := conn.Exec(ctx, `INSERT INTO jobs (id, queue, command, state, attempts, max_retries, backoff_base,
+		max_backoff_us, run_at, created_at, updated_at, worker, lease_until)
+		SELECT 'j' || i, 'q', 'true', CASE WHEN i > 20000 THEN 'processing' ELSE 'completed' END, 1, 3, 2, 3600000000,
+			t, t, t, 'w3', t + interval '1 day'
+		FROM generate_series(1, 20064) AS i, LATERAL (SELECT timestamptz '2026-03-01 00:00:00+00' + i * interval '1 second' AS t) t`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	var fs []queue.Finish
+	for i := 20001; i <= 20064; i++ {
+		fs = append(fs, queue.Finish{JobID: fmt.Sprint("j", i), Worker: "w3", Attempt: 1, State: queue.StateCompleted,
+			Attempts: 1, RunAt: now, Now: now,
+			Record: queue.Attempt{Number: 1, FinishedAt: now, Outcome: queue.OutcomeSucceeded, Worker: "w3"}})
+	}
+	// The generic plan, the one the store's prepared statement settles on.
+	if _, err := conn.Exec(ctx, "PREPARE finish AS "+postgres.FinishAllSQL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	args := postgres.FinishArgs(fs)
+	params := make([]string, len(args))
+	for i := range params {
+		params[i] = fmt.Sprint("$", i+1)
+	}
+	// Simple protocol: the values go into the text, as EXECUTE takes them.
+	plan := explain(t, conn, "EXPLAIN EXECUTE finish("+strings.Join(params, ", ")+")", append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
+	t.Logf("finish of %d jobs:\n%s", len(fs), plan)
+	_, update, _ := strings.Cut(plan, "CTE u\n")
+	update, _, _ = strings.Cut(update, "CTE moved\n")
+	if regexp.MustCompile(`Index Cond: \(worker = \(f_\d+\.worker\)::text\)\n`).MatchString(update) {
+		t.Errorf("want each job found by its id, not by its worker; plan of the update:\n%s", update)
+	}
 }
