@@ -59,6 +59,33 @@ func RunTimeBucket(us int64) int64 {
 	return runTimeBounds[sort.Search(len(runTimeBounds), func(i int) bool { return runTimeBounds[i] >= us })]
 }
 
+// RunMicros is an attempt's run time in microseconds as both stores count
+// it: from its start to its end, each cut to the microsecond the stores
+// keep (0 when it never started).
+func RunMicros(a Attempt) int64 {
+	if a.StartedAt.IsZero() {
+		return 0
+	}
+	return a.FinishedAt.UnixMicro() - a.StartedAt.UnixMicro()
+}
+
+// metricBounds are the monitoring histograms' upper bounds in microseconds
+// (both stores' table metric_buckets); the last is unbounded.
+var metricBounds = [...]int64{5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000,
+	5000000, 10000000, 30000000, 60000000, 120000000, 300000000, 600000000, 1800000000, 3600000000,
+	math.MaxInt64}
+
+// MetricBucket is the upper bound of the monitoring histogram bucket (run
+// times, start delays) that holds us microseconds.
+func MetricBucket(us int64) int64 {
+	for _, le := range metricBounds {
+		if us <= le {
+			return le
+		}
+	}
+	return metricBounds[len(metricBounds)-1]
+}
+
 // runTimeFloor is the lower bound (exclusive) of the bucket whose upper
 // bound is le, in microseconds: 0 for the first bucket.
 func runTimeFloor(le int64) int64 {

@@ -12,7 +12,7 @@ import (
 )
 
 // finishAll applies a batch of finishes in one statement: f holds them
-// column by column ($1..$24, one array each, unnested side by side). A
+// column by column ($1..$27, one array each, unnested side by side). A
 // job's row changes only if its claim still holds (see queue's lifecycle
 // for the races it settles) and, only then, gets its history row (in the
 // batch's order) and loses its live output (the whole output is now in the
@@ -23,10 +23,10 @@ const finishAll = `WITH f AS (
 		SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::int[], $6::text[],
 			$7::timestamptz[], $8::text[], $9::text[], $10::int[], $11::int[], $12::timestamptz[], $13::timestamptz[],
 			$14::int[], $15::text[], $16::text[], $17::text[], $18::text[], $19::bytea[], $20::bigint[],
-			$21::timestamptz[], $22::text[], $23::text[], $24::int[])
+			$21::timestamptz[], $22::text[], $23::text[], $24::int[], $25::bigint[], $26::bigint[], $27::bigint[])
 		WITH ORDINALITY AS f(state, attempts, run_at, finished_at, exit_code, error, now, id, worker, attempt,
 			number, a_started, a_finished, a_exit, signal, outcome, a_worker, a_error, output, dropped,
-			expired_by, c_state, c_error, uncharged, ord)),
+			expired_by, c_state, c_error, uncharged, run_us, metric_le, run_le, ord)),
 	u AS (
 		UPDATE jobs j SET
 			state = CASE WHEN j.cancel_requested THEN f.c_state ELSE f.state END,
@@ -40,7 +40,7 @@ const finishAll = `WITH f AS (
 	moved AS (SELECT queue, 'processing'::text AS was, state AS became FROM u),
 	` + countMoves + `,
 	live AS (DELETE FROM live_output WHERE job_id IN (SELECT id FROM u)),
-	a AS MATERIALIZED (SELECT u.queue, f.outcome, f.a_started AS started_at, f.a_finished AS finished_at
+	timed AS MATERIALIZED (SELECT u.queue, f.outcome, f.a_finished AS finished_at, f.run_us AS d, f.metric_le, f.run_le
 		FROM f JOIN u ON u.id = f.id),
 	` + countFinished + `
 	INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome, worker, error,
@@ -50,18 +50,18 @@ const finishAll = `WITH f AS (
 	FROM f JOIN u ON u.id = f.id ORDER BY f.ord
 	RETURNING job_id`
 
-// countFinished counts the finished attempts of CTE a (queue, outcome,
-// started_at, finished_at) in the monitoring totals (attempt_totals, by
-// run-time bucket of metric_buckets) and in the run-time histograms
-// (run_slots, by minute and hour of the end and bucket of run_buckets):
-// two CTEs to put in a WITH after a. Its histogram rows are locked in key
-// order, as a deletion locks them (admin.go), and each backend counts into
-// monitoring rows of its own (shard = its process id).
-const countFinished = `timed AS MATERIALIZED (
-		SELECT a.queue, a.outcome, a.finished_at, d.d, (SELECT min(le_us) FROM metric_buckets WHERE le_us >= d.d) AS metric_le,
-			(SELECT min(le_us) FROM run_buckets WHERE le_us >= d.d) AS run_le
-		FROM a, LATERAL (SELECT (extract(epoch FROM a.finished_at - coalesce(a.started_at, a.finished_at)) * 1000000)::bigint AS d) d),
-	totals AS (
+// countFinished counts the finished attempts of CTE timed (queue,
+// outcome, finished_at, d: the run time in microseconds, metric_le and
+// run_le: its buckets in metric_buckets and run_buckets) in the monitoring
+// totals (attempt_totals) and in the run-time histograms (run_slots, by
+// minute and hour of the end): two CTEs to put in a WITH after timed. The
+// finish computes each attempt's run time and buckets in Go
+// (queue.RunMicros, queue.MetricBucket, queue.RunTimeBucket), where they
+// cost nothing, rather than with two index lookups per attempt; an import
+// computes them in SQL (timedAttempts). Its histogram rows are locked in
+// key order, as a deletion locks them (admin.go), and each backend counts
+// into monitoring rows of its own (shard = its process id).
+const countFinished = `totals AS (
 		INSERT INTO attempt_totals AS t (queue, outcome, le_us, shard, n, sum_us)
 		SELECT queue, outcome, metric_le, pg_backend_pid(), count(*), sum(d) FROM timed GROUP BY queue, outcome, metric_le
 		ON CONFLICT (queue, outcome, le_us, shard) DO UPDATE SET n = t.n + excluded.n, sum_us = t.sum_us + excluded.sum_us),
@@ -74,6 +74,14 @@ const countFinished = `timed AS MATERIALIZED (
 		ON CONFLICT (span, slot, queue, class, le_us) DO UPDATE
 			SET n = r.n + excluded.n, min_us = least(r.min_us, excluded.min_us), max_us = greatest(r.max_us, excluded.max_us))`
 
+// timedAttempts is CTE timed (countFinished) for the attempts of CTE a
+// (queue, outcome, started_at, finished_at), computed as RunMicros and the
+// buckets are.
+const timedAttempts = `timed AS MATERIALIZED (
+		SELECT a.queue, a.outcome, a.finished_at, d.d, (SELECT min(le_us) FROM metric_buckets WHERE le_us >= d.d) AS metric_le,
+			(SELECT min(le_us) FROM run_buckets WHERE le_us >= d.d) AS run_le
+		FROM a, LATERAL (SELECT (extract(epoch FROM a.finished_at - coalesce(a.started_at, a.finished_at)) * 1000000)::bigint AS d) d)`
+
 // finishColumns are finishAll's parameters.
 type finishColumns struct {
 	state, id, worker, outcome, cState   []string
@@ -83,7 +91,7 @@ type finishColumns struct {
 	runAt, finishedAt, now, aFinished    []time.Time
 	aStarted, expiredBy                  []*time.Time
 	output                               [][]byte
-	dropped                              []int64
+	dropped, runUS, metricLE, runLE      []int64
 }
 
 func (c *finishColumns) add(f queue.Finish) {
@@ -113,12 +121,16 @@ func (c *finishColumns) add(f queue.Finish) {
 	c.cState = append(c.cState, string(cState))
 	c.cErr = append(c.cErr, nullStr(cErr))
 	c.uncharged = append(c.uncharged, f.Uncharged)
+	us := queue.RunMicros(r)
+	c.runUS = append(c.runUS, us)
+	c.metricLE = append(c.metricLE, queue.MetricBucket(us))
+	c.runLE = append(c.runLE, queue.RunTimeBucket(us))
 }
 
 func (c *finishColumns) args() []any {
 	return []any{c.state, c.attempts, c.runAt, c.finishedAt, c.exitCode, c.errs, c.now, c.id, c.worker, c.attempt,
 		c.number, c.aStarted, c.aFinished, c.aExit, c.signal, c.outcome, c.aWorker, c.aErr, c.output, c.dropped,
-		c.expiredBy, c.cState, c.cErr, c.uncharged}
+		c.expiredBy, c.cState, c.cErr, c.uncharged, c.runUS, c.metricLE, c.runLE}
 }
 
 func nullStr(s string) *string {

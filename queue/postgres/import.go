@@ -24,6 +24,7 @@ const importAttempt = `INSERT INTO attempts (job_id, number, started_at, finishe
 // counts the attempts it records (the final SELECT only ends the WITH).
 const countImported = `WITH a AS MATERIALIZED (
 		SELECT j.queue, x.outcome, x.started_at, x.finished_at FROM attempts x JOIN jobs j ON j.id = x.job_id WHERE j.id = ANY($1)),
+	` + timedAttempts + `,
 	` + countFinished + `
 	SELECT count(*) FROM a`
 

@@ -25,22 +25,6 @@ import (
 // Staged jobs (a bulk import not yet published) are not counted: nothing
 // shows them, and publishing counts them as they become pending.
 
-// metricBuckets are the histograms' upper bounds in microseconds, the
-// metric_buckets table of migration 3; the last is unbounded.
-var metricBuckets = [...]int64{5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000,
-	5000000, 10000000, 30000000, 60000000, 120000000, 300000000, 600000000, 1800000000, 3600000000,
-	1<<63 - 1}
-
-// bucket is the upper bound of the histogram bucket that holds us.
-func bucket(us int64) int64 {
-	for _, le := range metricBuckets {
-		if us <= le {
-			return le
-		}
-	}
-	return metricBuckets[len(metricBuckets)-1]
-}
-
 // stateStaged is the state of a bulk import's jobs before publishing; no
 // reader outside this package sees it.
 const stateStaged queue.State = "staged"
@@ -105,7 +89,7 @@ func (t *tally) start(q string, delayUS int64) {
 		t.starts = map[totalKey]total{}
 	}
 	delayUS = max(0, delayUS)
-	k := totalKey{queue: q, le: bucket(delayUS)}
+	k := totalKey{queue: q, le: queue.MetricBucket(delayUS)}
 	v := t.starts[k]
 	t.starts[k] = total{v.n + 1, v.sum + delayUS}
 }
@@ -117,7 +101,7 @@ func (t *tally) attempt(q string, outcome queue.Outcome, runUS, endUS int64) {
 		t.attempts = map[totalKey]total{}
 		t.slots = map[slotKey]slotCount{}
 	}
-	k := totalKey{q, string(outcome), bucket(runUS)}
+	k := totalKey{q, string(outcome), queue.MetricBucket(runUS)}
 	v := t.attempts[k]
 	t.attempts[k] = total{v.n + 1, v.sum + runUS}
 	class, le := string(queue.OutcomeClass(outcome)), queue.RunTimeBucket(runUS)

@@ -137,7 +137,7 @@ func (s *Store) afterFinish(ctx context.Context, tx *sql.Tx, fs []queue.Finish, 
 	for i, f := range fs {
 		if j := jobs[f.JobID]; applied[i] {
 			s.tally.move(j.queue, queue.StateProcessing, queue.State(j.state))
-			s.tally.attempt(j.queue, f.Record.Outcome, runTime(f.Record), toUS(f.Record.FinishedAt))
+			s.tally.attempt(j.queue, f.Record.Outcome, queue.RunMicros(f.Record), toUS(f.Record.FinishedAt))
 		}
 	}
 	drop, err := s.stmt(ctx, tx, dropLive)
@@ -146,13 +146,4 @@ func (s *Store) afterFinish(ctx context.Context, tx *sql.Tx, fs []queue.Finish, 
 	}
 	_, err = drop.ExecContext(ctx, string(list))
 	return ended, err
-}
-
-// runTime is an attempt's run time in microseconds as the counters record
-// it: from its start (its end when it has none) to its end.
-func runTime(r queue.Attempt) int64 {
-	if r.StartedAt.IsZero() {
-		return 0
-	}
-	return toUS(r.FinishedAt) - toUS(r.StartedAt)
 }

@@ -68,7 +68,10 @@ func runTimeJobs(t *testing.T, s queue.Store, n int) []queue.AttemptStat {
 			a := sample[i]
 			a.JobID, a.Queue, a.Outcome = j.ID, j.Queue, outcome(a)
 			code := 0
-			e := queue.End{Outcome: a.Outcome, ExitCode: &code, Started: a.FinishedAt.Add(-a.Duration), Finished: a.FinishedAt}
+			// The clock reads nanoseconds; the stores keep microseconds,
+			// each time cut to its microsecond, and count the run time
+			// between the two cut times: the sample's duration.
+			e := queue.End{Outcome: a.Outcome, ExitCode: &code, Started: a.FinishedAt.Add(-a.Duration + 700), Finished: a.FinishedAt.Add(200)}
 			fs = append(fs, queue.RetryPolicy{}.Decide(j, "w", e, a.FinishedAt))
 			all = append(all, a)
 			if len(fs) == 40 || i == len(claimed)-1 {
