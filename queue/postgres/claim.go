@@ -13,28 +13,41 @@ import (
 
 // claimSQL returns the claim statement. The CTE walks jobs_claim (one
 // queue: jobs_claim_queue) in claim order, skipping rows another claimer
-// has locked; the UPDATE takes them in the same statement. The limit is
-// written into the text, so that even a generic plan of the prepared
-// statement knows how few rows the CTE yields and joins them through the
-// primary key (with LIMIT $n it may plan to hash the whole table). Its
-// parameters: $1 now, $2 worker, $3 lease until, then $4 the queue (one)
-// or the queues (several). The lease starts at the database's now(), for
-// $3 - $1 (queue.DatabaseClock). It leaves paused and limited queues alone
+// has locked; the UPDATE takes them in the same statement. The limit is a
+// parameter (the last), and a literal bound of it, the next power of two,
+// caps the rows the planner expects: even a generic plan of the prepared
+// statement then knows how few rows the CTE yields and joins them through
+// the primary key (with the parameter alone it may plan to hash the whole
+// table), and a worker's claims share a handful of statements, each
+// planned once, instead of one per limit, each planned anew for its
+// first five runs. Its parameters: $1 now, $2 worker, $3 lease until,
+// then $4 the queue (one) or the queues (several), then the limit. The
+// lease starts at the database's now(), for $3 - $1
+// (queue.DatabaseClock). It leaves paused and limited queues alone
 // (claimLimited takes from the limited ones).
 func claimSQL(queues []string, limit int) string {
-	filter, order := steeredGuard, claimOrder
+	filter, order, limitParam := steeredGuard, claimOrder, "$4"
 	switch {
 	case len(queues) == 1:
-		filter, order = oneQueueFilter("$4"), oneQueueOrder
+		filter, order, limitParam = oneQueueFilter("$4"), oneQueueOrder, "$5"
 	case len(queues) > 1:
-		filter = " AND queue = ANY($4)" + steeredGuard
+		filter, limitParam = " AND queue = ANY($4)"+steeredGuard, "$5"
 	}
-	return `WITH c AS (
+	return `WITH c AS (SELECT * FROM (
 		SELECT id, run_at, state FROM jobs
 		WHERE state IN ('pending', 'failed') AND run_at <= $1` + filter + `
 		ORDER BY ` + order + `
-		LIMIT ` + strconv.Itoa(limit) + `
-		FOR UPDATE SKIP LOCKED)` + claimUpdate("c")
+		LIMIT ` + limitParam + `
+		FOR UPDATE SKIP LOCKED) c LIMIT ` + strconv.Itoa(limitBound(limit)) + `)` + claimUpdate("c")
+}
+
+// limitBound is the least power of two at or above n.
+func limitBound(n int) int {
+	b := 1
+	for b < n {
+		b *= 2
+	}
+	return b
 }
 
 // claimUpdate ends a claim statement: it moves the jobs the CTE named from
@@ -91,7 +104,7 @@ func claimArgs(p queue.ClaimParams) []any {
 	case len(p.Queues) > 1:
 		args = append(args, p.Queues)
 	}
-	return args
+	return append(args, p.Limit)
 }
 
 // ClaimJobs implements queue.Store.

@@ -121,6 +121,7 @@ func checkClaimPlans(t *testing.T, conn *pgx.Conn) {
 		case 2:
 			lits = append(lits, "'{q1,q2}'")
 		}
+		lits = append(lits, "8")
 		inClaimTx(func() {
 			if _, err := conn.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
 				t.Fatal(err)
