@@ -285,9 +285,14 @@ func forgetAttempts(ctx context.Context, tx pgx.Tx, ids []string) error {
 	return err
 }
 
+// pruneMatch finds the attempts whose output pruning empties, through
+// attempts_output_finished (migration 16): those that ended before $1 and
+// still hold output.
+const pruneMatch = `SELECT seq FROM attempts WHERE finished_at < $1 AND output IS NOT NULL`
+
 // PruneOutput implements queue.Store.
 func (s *Store) PruneOutput(ctx context.Context, p queue.PruneOutputParams) (int, error) {
-	n, err := s.batch(ctx, `SELECT seq FROM attempts WHERE finished_at < $1 AND output IS NOT NULL`,
+	n, err := s.batch(ctx, pruneMatch,
 		`UPDATE attempts SET dropped = dropped + length(output), output = NULL WHERE seq IN (%s)`, p.Limit, p.DryRun, p.Before)
 	if err != nil {
 		return 0, fmt.Errorf("prune output: %w", err)

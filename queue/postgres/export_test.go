@@ -34,12 +34,13 @@ func (s *Store) Setting(ctx context.Context, name string) (string, error) {
 }
 
 // LongestSQL and RunTimesSQL expose the statistics' reads, DeleteMatch
-// retention's, and CountImportedSQL the count of attempts written
+// retention's, PruneMatch output pruning's, and CountImportedSQL the count of attempts written
 // directly, for the plan tests.
 const (
 	LongestSQL       = longest
 	RunTimesSQL      = runTimes
 	DeleteMatch      = deleteMatch
+	PruneMatch       = pruneMatch
 	CountImportedSQL = countImported
 )
 

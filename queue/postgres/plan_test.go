@@ -263,3 +263,40 @@ func TestFinishFindsJobsByID(t *testing.T) {
 		t.Errorf("want each job found by its id, not by its worker; plan of the update:\n%s", update)
 	}
 }
+
+// TestPruneOutputUsesOutputIndex checks that output pruning finds the
+// attempts it empties through attempts_output_finished, an index of the
+// attempts that hold output only, with the parameters at hand and in a
+// generic plan, on a table where most attempts printed nothing.
+func TestPruneOutputUsesOutputIndex(t *testing.T) {
+	conn := migratedConn(t)
+	ctx := tctx(t)
+	_, err := conn.Exec(ctx, `INSERT INTO jobs (id, queue, command, state, attempts, max_retries, backoff_base,
+		max_backoff_us, run_at, created_at, updated_at)
+		SELECT 'j' || i, 'q', 'true', 'completed', 1, 3, 2, 3600000000, t, t, t
+		FROM generate_series(1, 50000) AS i, LATERAL (SELECT timestamptz '2026-03-01 00:00:00+00' + i * interval '1 second' AS t) t;
+		INSERT INTO attempts (job_id, number, started_at, finished_at, outcome, output)
+		SELECT id, 1, updated_at, updated_at, 'succeeded', CASE WHEN substr(id, 2)::int % 20 = 0 THEN '\x6f6b0a'::bytea END FROM jobs`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `ANALYZE attempts`); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what, plan string) {
+		t.Helper()
+		t.Logf("%s:\n%s", what, plan)
+		if !strings.Contains(plan, "attempts_output_finished") || strings.Contains(plan, "Seq Scan") {
+			t.Errorf("%s: want a scan of attempts_output_finished, no sequential scan; plan:\n%s", what, plan)
+		}
+	}
+	before := time.Date(2026, 3, 1, 0, 10, 0, 0, time.UTC)
+	check("custom plan", explain(t, conn, "EXPLAIN "+postgres.PruneMatch, before))
+	if _, err := conn.Exec(ctx, "PREPARE prune AS "+postgres.PruneMatch); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	check("generic plan", explain(t, conn, `EXPLAIN EXECUTE prune('2026-03-01 00:10:00+00')`))
+}
