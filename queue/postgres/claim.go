@@ -18,9 +18,10 @@ import (
 // caps the rows the planner expects: even a generic plan of the prepared
 // statement then knows how few rows the CTE yields and joins them through
 // the primary key (with the parameter alone it may plan to hash the whole
-// table), and a worker's claims share a handful of statements, each
-// planned once, instead of one per limit, each planned anew for its
-// first five runs. Its parameters: $1 now, $2 worker, $3 lease until,
+// table), and a worker's claims share a handful of prepared statements
+// instead of one per limit: PostgreSQL plans each prepared statement anew
+// for its first five runs, so with one per limit most claims of a busy
+// worker were planned. Its parameters: $1 now, $2 worker, $3 lease until,
 // then $4 the queue (one) or the queues (several), then the limit. The
 // lease starts at the database's now(), for $3 - $1
 // (queue.DatabaseClock). It leaves paused and limited queues alone

@@ -34,8 +34,8 @@ func (s *Store) Setting(ctx context.Context, name string) (string, error) {
 }
 
 // LongestSQL and RunTimesSQL expose the statistics' reads, DeleteMatch
-// retention's, PruneMatch output pruning's, and CountImportedSQL the count of attempts written
-// directly, for the plan tests.
+// retention's, PruneMatch output pruning's, and CountImportedSQL the count
+// of attempts written directly, for the plan tests.
 const (
 	LongestSQL       = longest
 	RunTimesSQL      = runTimes

@@ -70,8 +70,11 @@ func runTimeJobs(t *testing.T, s queue.Store, n int) []queue.AttemptStat {
 			code := 0
 			// The clock reads nanoseconds; the stores keep microseconds,
 			// each time cut to its microsecond, and count the run time
-			// between the two cut times: the sample's duration.
-			e := queue.End{Outcome: a.Outcome, ExitCode: &code, Started: a.FinishedAt.Add(-a.Duration + 700), Finished: a.FinishedAt.Add(200)}
+			// between the two cut times: the sample's duration. The two
+			// parts differ, so a store that counted the nanoseconds, or
+			// rounded, would count another.
+			e := queue.End{Outcome: a.Outcome, ExitCode: &code, Started: a.FinishedAt.Add(-a.Duration + 700*time.Nanosecond),
+				Finished: a.FinishedAt.Add(200 * time.Nanosecond)}
 			fs = append(fs, queue.RetryPolicy{}.Decide(j, "w", e, a.FinishedAt))
 			all = append(all, a)
 			if len(fs) == 40 || i == len(claimed)-1 {
