@@ -31,3 +31,6 @@ func MigrateTo(path string, n int) error {
 	_, err = db.Exec(fmt.Sprintf("PRAGMA user_version = %d", n))
 	return err
 }
+
+// SchemaVersion reads a database's schema version as Open does.
+var SchemaVersion = schemaVersion

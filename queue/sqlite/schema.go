@@ -11,10 +11,15 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 	"github.com/queuectl/queuectl/queue"
 )
+
+// openBusyWait is how long opening waits out a busy file, as the busy
+// timeout of the other connections (dsn).
+const openBusyWait = 5 * time.Second
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
@@ -166,10 +171,26 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // schemaVersion reads the database's schema version, refusing one newer
 // than latest (the binary's).
+// The writer's connection does not wait in SQLite's busy handler (Open),
+// and the file can be busy for a moment even for a read: another process
+// checkpointing the log as it closes holds it exclusively. So a busy read
+// is tried again, for up to openBusyWait.
 func schemaVersion(ctx context.Context, db *sql.DB, latest int) (int, error) {
 	var version int
-	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return 0, describe(err)
+	deadline := time.Now().Add(openBusyWait)
+	for {
+		err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version)
+		if err == nil {
+			break
+		}
+		if !isBusy(err) || time.Now().After(deadline) {
+			return 0, describe(err)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 	if version > latest {
 		return 0, fmt.Errorf("%w (schema version %d, this binary knows %d): upgrade queuectl", queue.ErrSchemaNewer, version, latest)

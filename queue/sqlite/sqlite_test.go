@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -172,4 +173,42 @@ func TestWriteStatsCountTransactions(t *testing.T) {
 	if got := s.WriteStats().Transactions; got != after.Transactions {
 		t.Fatalf("a refused write counted: %d transactions, want %d", got, after.Transactions)
 	}
+}
+
+// TestSchemaVersionWaitsOutABusyFile reads the schema version, as Open
+// does on the writer's connection (which does not wait in SQLite's busy
+// handler), while another connection holds the file exclusively for a
+// moment, as a process checkpointing the log as it closes does: the read
+// waits for it instead of failing with "database is busy".
+func TestSchemaVersionWaitsOutABusyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	s := openAt(t, path)
+	s.Close()
+	raw, err := sqlite.OpenRaw(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	raw.SetMaxOpenConns(1)
+	if _, err := raw.Exec("PRAGMA locking_mode = EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec("CREATE TABLE held (x)"); err != nil { // takes the file's lock, and keeps it
+		t.Fatal(err)
+	}
+	writer, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(300 * time.Millisecond) // the holder's moment, which the read must outlast
+		raw.Close()
+	}()
+	if _, err := sqlite.SchemaVersion(context.Background(), writer, 1000); err != nil {
+		t.Fatalf("schema version while the file was busy: %v", err)
+	}
+	<-released
 }
