@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -252,11 +251,13 @@ func (b *runner) cliOK(ctx context.Context, dsn string, args ...string) (string,
 	return string(out), nil
 }
 
-// newJobs builds n resolved pending jobs running command.
-func newJobs(n int, prefix, command string, now time.Time) ([]*queue.Job, error) {
+// newJobs builds n resolved pending jobs running command, with ids as
+// enqueue makes them (queue.NewID: they sort by creation time, which is
+// what shapes the primary key's pages).
+func newJobs(n int, command string, now time.Time) ([]*queue.Job, error) {
 	out := make([]*queue.Job, 0, n)
-	for i := range n {
-		j, err := queue.NewJob{ID: prefix + strconv.Itoa(i), Command: command}.Resolve(queue.DefaultSettings(), now)
+	for range n {
+		j, err := queue.NewJob{ID: queue.NewID(), Command: command}.Resolve(queue.DefaultSettings(), now)
 		if err != nil {
 			return nil, err
 		}

@@ -49,7 +49,7 @@ func (b *runner) limits(ctx context.Context) ([]Result, error) {
 						return 0, err
 					}
 				}
-				jobs, err := newJobs(b.cfg.EngineJobs, "n", "noop", time.Now())
+				jobs, err := newJobs(b.cfg.EngineJobs, "noop", time.Now())
 				if err != nil {
 					return 0, err
 				}
@@ -101,7 +101,7 @@ func (b *runner) ratelimit(ctx context.Context) ([]Result, error) {
 			return 0, err
 		}
 		// Enough work to outlast the window at the limit.
-		jobs, err := newJobs(int(allowed*1.5)+rateLimit.N, "r", "true", time.Now())
+		jobs, err := newJobs(int(allowed*1.5)+rateLimit.N, "true", time.Now())
 		if err != nil {
 			return 0, err
 		}

@@ -39,7 +39,7 @@ func (b *runner) enqueueLoad(ctx context.Context) ([]Result, error) {
 	}
 	defer done()
 	backlog := int(float64(b.cfg.LoadWorkers*loadRatePerWorker) * b.cfg.LoadFor.Seconds())
-	jobs, err := newJobs(backlog, "b", "true", time.Now())
+	jobs, err := newJobs(backlog, "true", time.Now())
 	if err != nil {
 		return nil, err
 	}

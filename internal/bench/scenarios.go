@@ -108,7 +108,7 @@ func (b *runner) engine(ctx context.Context) ([]Result, error) {
 				return 0, err
 			}
 			defer st.Close()
-			jobs, err := newJobs(b.cfg.EngineJobs, "n", "noop", time.Now())
+			jobs, err := newJobs(b.cfg.EngineJobs, "noop", time.Now())
 			if err != nil {
 				return 0, err
 			}
@@ -363,7 +363,7 @@ func (b *runner) scale(ctx context.Context) ([]Result, error) {
 		return nil, err
 	}
 	b.progress("scale: adding %d pending jobs", b.cfg.ScalePending)
-	pending, err := newJobs(b.cfg.ScalePending, "p", "noop", time.Now())
+	pending, err := newJobs(b.cfg.ScalePending, "noop", time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -416,7 +416,7 @@ func finishMany(ctx context.Context, st queue.Store, n int) error {
 	for done := 0; done < n; {
 		k := min(batch, n-done)
 		now := time.Now().UTC()
-		jobs, err := newJobs(k, fmt.Sprintf("f%d-", done), "true", now)
+		jobs, err := newJobs(k, "true", now)
 		if err != nil {
 			return err
 		}

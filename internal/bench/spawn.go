@@ -90,7 +90,7 @@ func (b *runner) shellJobs(ctx context.Context, dsn string, procs, slots int) (s
 		return shellRun{}, err
 	}
 	defer st.Close()
-	jobs, err := newJobs(n, "s", "true", time.Now())
+	jobs, err := newJobs(n, "true", time.Now())
 	if err != nil {
 		return shellRun{}, err
 	}
