@@ -44,6 +44,10 @@ const (
 	CountImportedSQL = countImported
 )
 
+// ListSQL is the statement ListJobs runs for p (without a cursor) and its
+// parameters, for the plan test.
+func ListSQL(p queue.ListParams) (string, []any) { return listQuery(p, nil) }
+
 // FinishAllSQL is the statement that records a batch of outcomes, and
 // FinishArgs its parameters for a batch, for the plan test.
 const FinishAllSQL = finishAll

@@ -300,3 +300,68 @@ func TestPruneOutputUsesOutputIndex(t *testing.T) {
 	}
 	check("generic plan", explain(t, conn, `EXPLAIN EXECUTE prune('2026-03-01 00:10:00+00')`))
 }
+
+// TestListByStateUsesItsClassIndex checks that listing one state, newest
+// first, reads only jobs of that state's class, with the parameters at hand
+// and in a generic plan: since migration 17 finished jobs are listed from
+// jobs_finished_created and the others from jobs_open_created (or, for a
+// handful of runnable jobs, another index of runnable ones), and the states
+// are in the statement's text so that the planner can prove an index's
+// predicate from it whatever plan it caches. With the states a parameter,
+// the generic plan can use no partial index and walks every job.
+func TestListByStateUsesItsClassIndex(t *testing.T) {
+	conn := migratedConn(t)
+	ctx := tctx(t)
+	_, err := conn.Exec(ctx, `INSERT INTO jobs (id, queue, command, state, attempts, max_retries, backoff_base,
+		max_backoff_us, run_at, created_at, updated_at)
+		SELECT 'j' || i, 'q', 'true', CASE WHEN i % 100 = 0 THEN 'dead' WHEN i % 100 = 1 THEN 'pending'
+			WHEN i % 100 = 2 THEN 'failed' ELSE 'completed' END, 1, 3, 2, 3600000000, t, t, t
+		FROM generate_series(1, 50000) AS i, LATERAL (SELECT timestamptz '2026-03-01 00:00:00+00' + i * interval '1 second' AS t) t;
+		ANALYZE jobs`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		state queue.State
+		other string // the listing index of the other class
+	}{
+		{queue.StateDead, "jobs_open_created"},
+		{queue.StatePending, "jobs_finished_created"},
+		{queue.StateFailed, "jobs_finished_created"},
+	} {
+		t.Run(string(c.state), func(t *testing.T) {
+			query, args := postgres.ListSQL(queue.ListParams{States: []queue.State{c.state}, Limit: 50})
+			check := func(what, plan string) {
+				t.Helper()
+				t.Logf("%s:\n%s", what, plan)
+				jobsScan := regexp.MustCompile(`(Index|Bitmap Index) Scan( Backward)? using (\w+)`).FindAllStringSubmatch(plan, -1)
+				if len(jobsScan) == 0 || strings.Contains(plan, "Seq Scan on jobs") ||
+					strings.Contains(plan, "using jobs_created ") || strings.Contains(plan, "using "+c.other+" ") {
+					t.Errorf("%s: want a scan of an index of %s jobs' class only; plan:\n%s", what, c.state, plan)
+				}
+			}
+			check("custom plan", explain(t, conn, "EXPLAIN "+query, args...))
+			tx, err := conn.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, "PREPARE list AS "+query); err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Exec(ctx, "DEALLOCATE list")
+			rows, err := tx.Query(ctx, "EXPLAIN EXECUTE list(50)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("generic plan", strings.Join(lines, "\n"))
+		})
+	}
+}
