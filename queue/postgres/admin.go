@@ -288,12 +288,18 @@ func forgetAttempts(ctx context.Context, tx pgx.Tx, ids []string) error {
 // pruneMatch finds the attempts whose output pruning empties, through
 // attempts_output_finished (migration 16): those that ended before $1 and
 // still hold output.
-const pruneMatch = `SELECT seq FROM attempts WHERE finished_at < $1 AND output IS NOT NULL`
+const pruneMatch = `SELECT job_id, seq FROM attempts WHERE finished_at < $1 AND output IS NOT NULL`
+
+// pruneChange empties the attempts pruneMatch finds, each found by its
+// key (job_id, seq: migration 18). A join, not "(job_id, seq) IN": the
+// planner expects a few rows from a row-valued IN and reads every attempt
+// to match them.
+const pruneChange = `UPDATE attempts a SET dropped = a.dropped + length(a.output), output = NULL
+	FROM (%s) m WHERE a.job_id = m.job_id AND a.seq = m.seq`
 
 // PruneOutput implements queue.Store.
 func (s *Store) PruneOutput(ctx context.Context, p queue.PruneOutputParams) (int, error) {
-	n, err := s.batch(ctx, pruneMatch,
-		`UPDATE attempts SET dropped = dropped + length(output), output = NULL WHERE seq IN (%s)`, p.Limit, p.DryRun, p.Before)
+	n, err := s.batch(ctx, pruneMatch, pruneChange, p.Limit, p.DryRun, p.Before)
 	if err != nil {
 		return 0, fmt.Errorf("prune output: %w", err)
 	}

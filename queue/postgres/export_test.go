@@ -41,6 +41,7 @@ const (
 	RunTimesSQL      = runTimes
 	DeleteMatch      = deleteMatch
 	PruneMatch       = pruneMatch
+	PruneChange      = pruneChange
 	CountImportedSQL = countImported
 )
 

@@ -301,6 +301,32 @@ func TestPruneOutputUsesOutputIndex(t *testing.T) {
 	check("generic plan", explain(t, conn, `EXPLAIN EXECUTE prune('2026-03-01 00:10:00+00')`))
 }
 
+// TestPruneOutputFindsAttemptsByKey checks that the statement that empties
+// a batch of attempts pruning found (500, queue.PrunerConfig's default) looks
+// each up by its key (job_id, seq), on a table large enough that reading
+// every attempt costs more: the primary key is (job_id, seq) since migration
+// 18, and no index leads with seq.
+func TestPruneOutputFindsAttemptsByKey(t *testing.T) {
+	conn := migratedConn(t)
+	ctx := tctx(t)
+	_, err := conn.Exec(ctx, `INSERT INTO jobs (id, queue, command, state, attempts, max_retries, backoff_base,
+		max_backoff_us, run_at, created_at, updated_at)
+		SELECT 'j' || i, 'q', 'true', 'completed', 1, 3, 2, 3600000000, t, t, t
+		FROM generate_series(1, 200000) AS i, LATERAL (SELECT timestamptz '2026-03-01 00:00:00+00' + i * interval '1 second' AS t) t;
+		INSERT INTO attempts (job_id, number, started_at, finished_at, outcome, output)
+		SELECT id, 1, updated_at, updated_at, 'succeeded', '\x6f6b0a'::bytea FROM jobs;
+		ANALYZE attempts`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	change := fmt.Sprintf(postgres.PruneChange, postgres.PruneMatch+" LIMIT 500")
+	plan := explain(t, conn, "EXPLAIN "+change, time.Date(2026, 3, 1, 6, 0, 0, 0, time.UTC))
+	t.Logf("prune:\n%s", plan)
+	if strings.Contains(plan, "Seq Scan on attempts") || !strings.Contains(plan, "using attempts_pkey on attempts a") {
+		t.Errorf("want each attempt found by its key, not a scan of every attempt; plan:\n%s", plan)
+	}
+}
+
 // TestListByStateUsesItsClassIndex checks that listing one state, newest
 // first, reads only jobs of that state's class, with the parameters at hand
 // and in a generic plan: since migration 17 finished jobs are listed from
