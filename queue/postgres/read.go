@@ -120,13 +120,13 @@ type listCursor struct {
 }
 
 // listQuery is the statement that lists the jobs p asks for, newest first,
-// after the cursor when there is one, and its parameters.
+// after the cursor when there is one, and its parameters. States of both
+// classes (finished and not, migration 17) are listed as two branches, each
+// newest first from its class's index, merged: a filter naming states of
+// both classes fits neither index's predicate.
 func listQuery(p queue.ListParams, after *listCursor) (string, []any) {
 	var where []string
 	var args []any
-	if len(p.States) > 0 {
-		where = append(where, stateIn(p.States))
-	}
 	if p.Queue != "" {
 		args = append(args, p.Queue)
 		where = append(where, fmt.Sprintf("queue = $%d", len(args)))
@@ -144,16 +144,37 @@ func listQuery(p queue.ListParams, after *listCursor) (string, []any) {
 		args = append(args, after.created, after.seq)
 		where = append(where, fmt.Sprintf("(created_at, seq) < ($%d, $%d)", len(args)-1, len(args)))
 	}
-	query := `SELECT ` + allJobColumns + ` FROM jobs`
-	if len(where) > 0 {
-		query += " WHERE " + strings.Join(where, " AND ")
-	}
-	query += " ORDER BY created_at DESC, seq DESC"
+	limit := ""
 	if p.Limit > 0 {
 		args = append(args, p.Limit)
-		query += fmt.Sprintf(" LIMIT $%d", len(args))
+		limit = fmt.Sprintf(" LIMIT $%d", len(args))
 	}
-	return query, args
+	const newest = " ORDER BY created_at DESC, seq DESC"
+	branch := func(columns string, states []queue.State) string {
+		w := where
+		if len(p.States) > 0 {
+			w = append([]string{stateIn(states)}, where...)
+		}
+		q := `SELECT ` + columns + ` FROM jobs`
+		if len(w) > 0 {
+			q += " WHERE " + strings.Join(w, " AND ")
+		}
+		return q + newest + limit
+	}
+	var finished, open []queue.State
+	for _, st := range p.States {
+		if st.Finished() {
+			finished = append(finished, st)
+		} else {
+			open = append(open, st)
+		}
+	}
+	if len(finished) == 0 || len(open) == 0 {
+		return branch(allJobColumns, p.States), args
+	}
+	// The outer select names the merged rows jobs, as allJobColumns does.
+	return `SELECT ` + allJobColumns + ` FROM ((` + branch("*", finished) + `) UNION ALL (` +
+		branch("*", open) + `)) jobs` + newest + limit, args
 }
 
 // stateIn is a filter on the given states written out as literals, so that

@@ -146,3 +146,44 @@ func testMetrics(t *testing.T, open Opener) {
 		t.Fatalf("run time totals: %+v", m.RunTimes)
 	}
 }
+
+// testListStatesOfBothClasses lists states of both classes at once (failed
+// and dead, as retry's completion does; completed and pending): newest
+// first, limited, and paged with a cursor, as one state would be.
+func testListStatesOfBothClasses(t *testing.T, open Opener) {
+	s := open(t)
+	for i := range 6 {
+		insert(t, s, job(t, fmt.Sprintf("j%d", i), nil))
+	}
+	got := claim(t, s, "w", 4, t0)
+	if !equal(ids(got), []string{"j0", "j1", "j2", "j3"}) {
+		t.Fatalf("claimed %v", ids(got))
+	}
+	finish(t, s, got[0], "w", succeeded(t0, ""), t0)
+	finish(t, s, got[1], "w", failed(t0), t0)
+	finish(t, s, got[2], "w", succeeded(t0, ""), t0)
+	// j3 is processing, j4 and j5 pending.
+	list := func(p queue.ListParams) []string {
+		t.Helper()
+		jobs, err := s.ListJobs(ctx(t), p)
+		if err != nil {
+			t.Fatalf("list %+v: %v", p, err)
+		}
+		return ids(jobs)
+	}
+	both := []queue.State{queue.StateCompleted, queue.StatePending}
+	if got := list(queue.ListParams{States: both}); !equal(got, []string{"j5", "j4", "j2", "j0"}) {
+		t.Fatalf("completed and pending: %v", got)
+	}
+	page1 := list(queue.ListParams{States: both, Limit: 3})
+	page2 := list(queue.ListParams{States: both, Limit: 3, After: "j2"})
+	if !equal(page1, []string{"j5", "j4", "j2"}) || !equal(page2, []string{"j0"}) {
+		t.Fatalf("completed and pending in pages of 3: %v, %v", page1, page2)
+	}
+	if got := list(queue.ListParams{States: []queue.State{queue.StateFailed, queue.StateCompleted}, Limit: 2}); !equal(got, []string{"j2", "j1"}) {
+		t.Fatalf("failed and completed, limit 2: %v", got)
+	}
+	if got := list(queue.ListParams{States: []queue.State{queue.StateProcessing, queue.StateCancelled}, Queue: "default"}); !equal(got, []string{"j3"}) {
+		t.Fatalf("processing and cancelled in default: %v", got)
+	}
+}

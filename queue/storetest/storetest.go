@@ -64,6 +64,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"Discard", testDiscard},
 		{"RetryDeadByQueue", testRetryDeadByQueue},
 		{"ListSearchAndCursor", testListSearchAndCursor},
+		{"ListStatesOfBothClasses", testListStatesOfBothClasses},
 		{"Metrics", testMetrics},
 		{"RunTimes", testRunTimes},
 		{"InterruptedAttemptKeepsItsNumber", testInterruptedAttemptKeepsItsNumber},
