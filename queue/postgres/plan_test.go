@@ -178,6 +178,23 @@ func checkPlan(t *testing.T, what, plan, wantIndex string) {
 	}
 }
 
+// insertJobs inserts jobs j1 to jn of queue q, created, updated and due a
+// second apart from 2026-03-01, each in the state the SQL expression state
+// gives for its number i, then runs more.
+func insertJobs(t *testing.T, conn *pgx.Conn, n int, state, more string) {
+	t.Helper()
+	_, err := conn.Exec(tctx(t), `INSERT INTO jobs (id, queue, command, state, attempts, max_retries, backoff_base,
+		max_backoff_us, run_at, created_at, updated_at)
+		SELECT 'j' || i, 'q', 'true', `+state+`, 1, 3, 2, 3600000000, t, t, t
+		FROM generate_series(1, $1::int) AS i, LATERAL (SELECT timestamptz '2026-03-01 00:00:00+00' + i * interval '1 second' AS t) t`, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(tctx(t), more); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestRetentionUsesFinishedIndex checks that retention (DeleteJobs) finds
 // the finished jobs past their time through jobs_finished_updated, an
 // index of finished jobs only, with the parameters at hand and in a
@@ -186,17 +203,7 @@ func checkPlan(t *testing.T, what, plan, wantIndex string) {
 func TestRetentionUsesFinishedIndex(t *testing.T) {
 	conn := migratedConn(t)
 	ctx := tctx(t)
-	_, err := conn.Exec(ctx, `INSERT INTO jobs (id, queue, command, state, max_retries, backoff_base,
-		max_backoff_us, run_at, created_at, updated_at)
-		SELECT 'j' || i, 'q', 'true', CASE WHEN i % 10 = 0 THEN 'pending' WHEN i % 10 = 1 THEN 'dead' ELSE 'completed' END,
-			3, 2, 3600000000, t, t, t
-		FROM generate_series(1, 50000) AS i, LATERAL (SELECT timestamptz '2026-03-01 00:00:00+00' + i * interval '1 second' AS t) t`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `ANALYZE jobs`); err != nil {
-		t.Fatal(err)
-	}
+	insertJobs(t, conn, 50000, `CASE WHEN i % 10 = 0 THEN 'pending' WHEN i % 10 = 1 THEN 'dead' ELSE 'completed' END`, `ANALYZE jobs`)
 	before := time.Date(2026, 3, 1, 0, 10, 0, 0, time.UTC) // 1 % of the jobs are older
 	query := "SELECT count(*) FROM (" + postgres.DeleteMatch + ") m"
 	check := func(what, plan string) {
@@ -271,18 +278,9 @@ func TestFinishFindsJobsByID(t *testing.T) {
 func TestPruneOutputUsesOutputIndex(t *testing.T) {
 	conn := migratedConn(t)
 	ctx := tctx(t)
-	_, err := conn.Exec(ctx, `INSERT INTO jobs (id, queue, command, state, attempts, max_retries, backoff_base,
-		max_backoff_us, run_at, created_at, updated_at)
-		SELECT 'j' || i, 'q', 'true', 'completed', 1, 3, 2, 3600000000, t, t, t
-		FROM generate_series(1, 50000) AS i, LATERAL (SELECT timestamptz '2026-03-01 00:00:00+00' + i * interval '1 second' AS t) t;
-		INSERT INTO attempts (job_id, number, started_at, finished_at, outcome, output)
-		SELECT id, 1, updated_at, updated_at, 'succeeded', CASE WHEN substr(id, 2)::int % 20 = 0 THEN '\x6f6b0a'::bytea END FROM jobs`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `ANALYZE attempts`); err != nil {
-		t.Fatal(err)
-	}
+	insertJobs(t, conn, 50000, `'completed'`, `INSERT INTO attempts (job_id, number, started_at, finished_at, outcome, output)
+		SELECT id, 1, updated_at, updated_at, 'succeeded', CASE WHEN substr(id, 2)::int % 20 = 0 THEN '\x6f6b0a'::bytea END FROM jobs;
+		ANALYZE attempts`)
 	check := func(what, plan string) {
 		t.Helper()
 		t.Logf("%s:\n%s", what, plan)
@@ -308,17 +306,9 @@ func TestPruneOutputUsesOutputIndex(t *testing.T) {
 // 18, and no index leads with seq.
 func TestPruneOutputFindsAttemptsByKey(t *testing.T) {
 	conn := migratedConn(t)
-	ctx := tctx(t)
-	_, err := conn.Exec(ctx, `INSERT INTO jobs (id, queue, command, state, attempts, max_retries, backoff_base,
-		max_backoff_us, run_at, created_at, updated_at)
-		SELECT 'j' || i, 'q', 'true', 'completed', 1, 3, 2, 3600000000, t, t, t
-		FROM generate_series(1, 200000) AS i, LATERAL (SELECT timestamptz '2026-03-01 00:00:00+00' + i * interval '1 second' AS t) t;
-		INSERT INTO attempts (job_id, number, started_at, finished_at, outcome, output)
+	insertJobs(t, conn, 200000, `'completed'`, `INSERT INTO attempts (job_id, number, started_at, finished_at, outcome, output)
 		SELECT id, 1, updated_at, updated_at, 'succeeded', '\x6f6b0a'::bytea FROM jobs;
 		ANALYZE attempts`)
-	if err != nil {
-		t.Fatal(err)
-	}
 	change := fmt.Sprintf(postgres.PruneChange, postgres.PruneMatch+" LIMIT 500")
 	plan := explain(t, conn, "EXPLAIN "+change, time.Date(2026, 3, 1, 6, 0, 0, 0, time.UTC))
 	t.Logf("prune:\n%s", plan)
@@ -338,15 +328,8 @@ func TestPruneOutputFindsAttemptsByKey(t *testing.T) {
 func TestListByStateUsesItsClassIndex(t *testing.T) {
 	conn := migratedConn(t)
 	ctx := tctx(t)
-	_, err := conn.Exec(ctx, `INSERT INTO jobs (id, queue, command, state, attempts, max_retries, backoff_base,
-		max_backoff_us, run_at, created_at, updated_at)
-		SELECT 'j' || i, 'q', 'true', CASE WHEN i % 1000 = 0 THEN 'dead' WHEN i % 100 = 1 THEN 'pending'
-			WHEN i % 100 = 2 THEN 'failed' ELSE 'completed' END, 1, 3, 2, 3600000000, t, t, t
-		FROM generate_series(1, 50000) AS i, LATERAL (SELECT timestamptz '2026-03-01 00:00:00+00' + i * interval '1 second' AS t) t;
-		ANALYZE jobs`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	insertJobs(t, conn, 50000, `CASE WHEN i % 1000 = 0 THEN 'dead' WHEN i % 100 = 1 THEN 'pending'
+		WHEN i % 100 = 2 THEN 'failed' ELSE 'completed' END`, `ANALYZE jobs`)
 	for _, c := range []struct {
 		states []queue.State
 		want   []string // indexes the plan must read
