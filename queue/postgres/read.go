@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -120,10 +121,12 @@ type listCursor struct {
 }
 
 // listQuery is the statement that lists the jobs p asks for, newest first,
-// after the cursor when there is one, and its parameters. States of both
-// classes (finished and not, migration 17) are listed as two branches, each
-// newest first from its class's index, merged: a filter naming states of
-// both classes fits neither index's predicate.
+// after the cursor when there is one, and its parameters. Jobs are listed
+// newest first from the index of their state (migration 17; finished jobs
+// in jobs_finished_created, the others in jobs_open_created): a listing of
+// several states, or of all of them, is a branch per state, each newest
+// first under the same limit, merged. No index orders every job by time
+// (migration 19): one would take an entry for every version of every job.
 func listQuery(p queue.ListParams, after *listCursor) (string, []any) {
 	var where []string
 	var args []any
@@ -150,49 +153,40 @@ func listQuery(p queue.ListParams, after *listCursor) (string, []any) {
 		limit = fmt.Sprintf(" LIMIT $%d", len(args))
 	}
 	const newest = " ORDER BY created_at DESC, seq DESC"
-	branch := func(columns string, states []queue.State) string {
-		w := where
-		if len(p.States) > 0 {
-			w = append([]string{stateIn(states)}, where...)
-		}
-		q := `SELECT ` + columns + ` FROM jobs`
-		if len(w) > 0 {
-			q += " WHERE " + strings.Join(w, " AND ")
-		}
-		return q + newest + limit
+	branch := func(columns, state string) string {
+		return `SELECT ` + columns + ` FROM jobs WHERE ` + strings.Join(append([]string{state}, where...), " AND ") + newest + limit
 	}
-	var finished, open []queue.State
-	for _, st := range p.States {
-		if st.Finished() {
-			finished = append(finished, st)
-		} else {
-			open = append(open, st)
-		}
+	states := listStates(p.States)
+	switch len(states) {
+	case 0: // only names that are no state
+		return branch(allJobColumns, "false"), args
+	case 1:
+		return branch(allJobColumns, "state = '"+string(states[0])+"'"), args
 	}
-	if len(finished) == 0 || len(open) == 0 {
-		return branch(allJobColumns, p.States), args
+	branches := make([]string, len(states))
+	for i, st := range states {
+		branches[i] = "(" + branch("*", "state = '"+string(st)+"'") + ")"
 	}
 	// The outer select names the merged rows jobs, as allJobColumns does.
-	return `SELECT ` + allJobColumns + ` FROM ((` + branch("*", finished) + `) UNION ALL (` +
-		branch("*", open) + `)) jobs` + newest + limit, args
+	return `SELECT ` + allJobColumns + ` FROM (` + strings.Join(branches, " UNION ALL ") + `) jobs` + newest + limit, args
 }
 
-// stateIn is a filter on the given states written out as literals, so that
-// the planner, which picks a listing index by its predicate (migration 17:
-// finished jobs and the others are listed from two indexes), can prove it
-// from the statement's text whatever plan it caches. A name that is no
-// state matches no job.
-func stateIn(states []queue.State) string {
-	var known []string
-	for _, st := range states {
-		if _, err := queue.ParseState(string(st)); err == nil {
-			known = append(known, "'"+string(st)+"'")
+// listStates returns the states a listing of states asks for, each once,
+// every state for none. Each is written into the statement as a literal,
+// so that the planner can prove a listing index's predicate from the
+// statement's text whatever plan it caches; a name that is no state
+// matches no job and is left out.
+func listStates(asked []queue.State) []queue.State {
+	if len(asked) == 0 {
+		return queue.States()
+	}
+	var out []queue.State
+	for _, st := range asked {
+		if _, err := queue.ParseState(string(st)); err == nil && !slices.Contains(out, st) {
+			out = append(out, st)
 		}
 	}
-	if len(known) == 0 {
-		return "false"
-	}
-	return "state IN (" + strings.Join(known, ", ") + ")"
+	return out
 }
 
 const attemptColumns = `job_id, number, started_at, finished_at, exit_code, signal, outcome, worker, error, dropped`
