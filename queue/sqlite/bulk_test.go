@@ -113,12 +113,7 @@ func TestImportOfKilledProcessIsDropped(t *testing.T) {
 // An import committed by a process that died before publishing every
 // chunk is published by the next process to open the database.
 func TestCommittedImportIsFinished(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "queue.db")
-	openAt(t, path).Close()
-	raw, err := sqlite.OpenRaw(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, raw := migratedRaw(t)
 	now := time.Now().UnixMicro()
 	tx, err := raw.Begin()
 	if err != nil {

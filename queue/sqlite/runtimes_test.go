@@ -15,13 +15,7 @@ import (
 
 // The run-time buckets of migration 11 are queue.RunTimeBounds.
 func TestRunBucketsAreTheGoBounds(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "queue.db")
-	openAt(t, path)
-	raw, err := sqlite.OpenRaw(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	_, raw := migratedRaw(t)
 	var want []string
 	for _, le := range queue.RunTimeBounds() {
 		want = append(want, strconv.FormatInt(le, 10))

@@ -26,6 +26,21 @@ func openAt(t *testing.T, path string) queue.Store {
 	return s
 }
 
+// migratedRaw makes a database with the current schema in a new directory
+// and returns its path and a plain connection pool to it (no store around
+// it), closed when the test ends if the test has not closed it.
+func migratedRaw(t *testing.T) (string, *sql.DB) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "queue.db")
+	openAt(t, path).Close()
+	raw, err := sqlite.OpenRaw(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return path, raw
+}
+
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Opener {
 		path := filepath.Join(t.TempDir(), "queue.db")
@@ -68,19 +83,13 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 }
 
 func TestOpenRefusesNewerSchema(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "queue.db")
-	s := openAt(t, path)
-	s.Close()
+	path, raw := migratedRaw(t)
 	// Simulate a database written by a future binary.
-	raw, err := sqlite.OpenRaw(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := raw.Exec("PRAGMA user_version = 999"); err != nil {
 		t.Fatal(err)
 	}
 	raw.Close()
-	_, err = sqlite.Open(context.Background(), path)
+	_, err := sqlite.Open(context.Background(), path)
 	if !errors.Is(err, queue.ErrSchemaNewer) {
 		t.Fatalf("want ErrSchemaNewer, got %v", err)
 	}
@@ -181,14 +190,7 @@ func TestWriteStatsCountTransactions(t *testing.T) {
 // moment, as a process checkpointing the log as it closes does: the read
 // waits for it instead of failing with "database is busy".
 func TestSchemaVersionWaitsOutABusyFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "queue.db")
-	s := openAt(t, path)
-	s.Close()
-	raw, err := sqlite.OpenRaw(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	path, raw := migratedRaw(t)
 	raw.SetMaxOpenConns(1)
 	if _, err := raw.Exec("PRAGMA locking_mode = EXCLUSIVE"); err != nil {
 		t.Fatal(err)
