@@ -54,8 +54,9 @@ func (a *app) enqueueFile(cmd *cobra.Command, path string, now time.Time, ignore
 		}
 		prog := a.progress()
 		total := 0
+		wd := &workDir{}
 		err = eachJob(src, path, func(where string, b []byte) error {
-			if _, err := resolveJob(r, b, now, ignored); err != nil {
+			if _, err := resolveJob(r, b, now, wd, ignored); err != nil {
 				return usageError{fmt.Errorf("enqueue: %s %s: %w", path, where, err)}
 			}
 			total++
@@ -72,12 +73,12 @@ func (a *app) enqueueFile(cmd *cobra.Command, path string, now time.Time, ignore
 		if err != nil {
 			return fmt.Errorf("enqueue: read %s again: %w", path, err)
 		}
-		return a.importJobs(ctx, st, r, second, path, now, total, prog)
+		return a.importJobs(ctx, st, r, wd, second, path, now, total, prog)
 	})
 }
 
 // importJobs is the second pass: stage, commit, print the ids.
-func (a *app) importJobs(ctx context.Context, st queue.Store, r *queue.Resolver, src io.Reader, path string,
+func (a *app) importJobs(ctx context.Context, st queue.Store, r *queue.Resolver, wd *workDir, src io.Reader, path string,
 	now time.Time, total int, prog func(string, int, int)) (err error) {
 	ids, err := os.CreateTemp("", "queuectl-ids-*")
 	if err != nil {
@@ -119,7 +120,7 @@ func (a *app) importJobs(ctx context.Context, st queue.Store, r *queue.Resolver,
 		return nil
 	}
 	err = eachJob(src, path, func(where string, b []byte) error {
-		j, err := resolveJob(r, b, now, map[string]bool{})
+		j, err := resolveJob(r, b, now, wd, map[string]bool{})
 		if err != nil { // the file changed since the first pass
 			return usageError{fmt.Errorf("enqueue: %s %s: %w", path, where, err)}
 		}
@@ -197,13 +198,13 @@ func chunkError(path string, chunk []*queue.Job, wheres []string, err error) err
 }
 
 // resolveJob parses and validates one job.
-func resolveJob(r *queue.Resolver, b []byte, now time.Time, ignored map[string]bool) (*queue.Job, error) {
+func resolveJob(r *queue.Resolver, b []byte, now time.Time, wd *workDir, ignored map[string]bool) (*queue.Job, error) {
 	n, err := parseJobJSON(b, now, ignored)
 	if err != nil {
 		return nil, err
 	}
 	one := []queue.NewJob{n}
-	if err := inCurrentDir(one); err != nil {
+	if err := inCurrentDir(one, wd); err != nil {
 		return nil, err
 	}
 	return r.Resolve(one[0])
