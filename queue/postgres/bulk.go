@@ -133,7 +133,8 @@ func checkIDs(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
 	return nil
 }
 
-// copyJobs stores plain jobs with COPY, the fastest way into a table.
+// copyJobs stores plain jobs with COPY, the fastest way into a table, and
+// counts them.
 func copyJobs(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"jobs"}, copyColumns, pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) {
 		return insertArgs(jobs[i], ""), nil
@@ -141,7 +142,14 @@ func copyJobs(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
 	if isUnique(err) {
 		return fmt.Errorf("%w: an id of the chunk was stored meanwhile: %w", queue.ErrDuplicate, err)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	queues, states, ns := jobCounts(jobs)
+	if _, err := tx.Exec(ctx, addJobCounts, queues, states, ns); err != nil {
+		return fmt.Errorf("count jobs: %w", err)
+	}
+	return nil
 }
 
 // firstOf returns the first of ids (in their order) that is in some.

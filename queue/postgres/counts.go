@@ -1,11 +1,13 @@
 package postgres
 
+import "github.com/queuectl/queuectl/queue"
+
 // countMoves is a CTE (to put in a WITH after a CTE named moved) that adds
 // to job_totals the jobs moved took from one state to another: moved has a
 // row per job with its queue, was (its state before) and became (after).
 // One upsert per queue and state, into rows of this backend's own (shard =
-// its process id, as the job-count triggers of migration 11 do for inserts
-// and deletes), locked in key order. Every statement that changes a job's
+// its process id, as the job-count trigger of migration 11 does for
+// deletes), locked in key order. Every statement that changes a job's
 // state counts this way (migration 14).
 const countMoves = `moves_counted AS (
 		INSERT INTO job_totals AS t (queue, state, shard, n)
@@ -23,4 +25,45 @@ func countedUpdate(update string) string {
 	return `WITH moved AS (` + update + `),
 	` + countMoves + `
 	SELECT count(*) FROM moved`
+}
+
+// countedInsert makes insert, an INSERT INTO jobs, count the jobs it adds
+// by queue and state into job_totals, in the same statement (migration 20);
+// the statement returns how many jobs it inserted (none when ON CONFLICT
+// skipped the row).
+func countedInsert(insert string) string {
+	return `WITH inserted AS (` + insert + ` RETURNING queue, state),
+	inserts_counted AS (
+		INSERT INTO job_totals AS t (queue, state, shard, n)
+		SELECT queue, state, pg_backend_pid(), count(*) FROM inserted GROUP BY 1, 2 ORDER BY 1, 2
+		ON CONFLICT (queue, state, shard) DO UPDATE SET n = t.n + excluded.n)
+	SELECT count(*) FROM inserted`
+}
+
+// addJobCounts adds to job_totals jobs that statements of the same
+// transaction inserted without counting them (a pipelined batch, a COPY):
+// $1 queues, $2 states and $3 numbers, from jobCounts.
+const addJobCounts = `INSERT INTO job_totals AS t (queue, state, shard, n)
+	SELECT q, s, pg_backend_pid(), n FROM unnest($1::text[], $2::text[], $3::bigint[]) AS c (q, s, n) ORDER BY q, s
+	ON CONFLICT (queue, state, shard) DO UPDATE SET n = t.n + excluded.n`
+
+// jobCounts counts jobs by queue and state (a job with no state is
+// pending), as addJobCounts' arguments.
+func jobCounts(jobs []*queue.Job) (queues, states []string, ns []int64) {
+	type key struct{ queue, state string }
+	at := map[key]int{}
+	for _, j := range jobs {
+		k := key{j.Queue, string(j.State)}
+		if k.state == "" {
+			k.state = string(queue.StatePending)
+		}
+		i, ok := at[k]
+		if !ok {
+			i = len(ns)
+			at[k] = i
+			queues, states, ns = append(queues, k.queue), append(states, k.state), append(ns, 0)
+		}
+		ns[i]++
+	}
+	return queues, states, ns
 }

@@ -43,11 +43,15 @@ func jsonMap(m map[string]string) []byte {
 	return b
 }
 
-// insertShapedJob is insertJob for a job with a unique key: when an
+// insertCountedJob is insertJob that counts the job it adds (a statement
+// on its own; insertJob leaves the count to an addJobCounts).
+var insertCountedJob = countedInsert(insertJob)
+
+// insertShapedJob is insertCountedJob for a job with a unique key: when an
 // unfinished job holds the key (or one is being inserted, which it waits
-// for), it inserts nothing.
-const insertShapedJob = insertJob + ` ON CONFLICT (unique_key)
-	WHERE unique_key IS NOT NULL AND state NOT IN ('completed', 'dead', 'cancelled') DO NOTHING`
+// for), it inserts nothing and returns 0.
+var insertShapedJob = countedInsert(insertJob + ` ON CONFLICT (unique_key)
+	WHERE unique_key IS NOT NULL AND state NOT IN ('completed', 'dead', 'cancelled') DO NOTHING`)
 
 // InsertJobs implements queue.Store. Plain jobs go in one pipelined batch,
 // one transaction; a taken id rolls back the whole batch. A batch
@@ -78,13 +82,15 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 	return nil
 }
 
-// sendInserts inserts pending jobs as one pipelined batch, then notifies
-// channel unless it is "".
+// sendInserts inserts pending jobs as one pipelined batch, counts them in
+// one statement, then notifies channel unless it is "".
 func sendInserts(ctx context.Context, tx conn, jobs []*queue.Job, channel string) error {
 	b := &pgx.Batch{}
 	for _, j := range jobs {
 		b.Queue(insertJob, insertArgs(j, "")...)
 	}
+	queues, states, ns := jobCounts(jobs)
+	b.Queue(addJobCounts, queues, states, ns)
 	if channel != "" {
 		b.Queue(notifySQL, channel)
 	}
@@ -97,6 +103,9 @@ func sendInserts(ctx context.Context, tx conn, jobs []*queue.Job, channel string
 			}
 			return err
 		}
+	}
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("count jobs: %w", err)
 	}
 	if channel != "" {
 		if _, err := br.Exec(); err != nil {
@@ -163,11 +172,11 @@ func (t insertTx) states(ctx context.Context, query string, ids []string) (map[s
 }
 
 func (t insertTx) Insert(ctx context.Context, j *queue.Job) (bool, error) {
-	tag, err := t.tx.Exec(ctx, insertShapedJob, insertArgs(j, "")...)
-	if err != nil {
+	var n int
+	if err := t.tx.QueryRow(ctx, insertShapedJob, insertArgs(j, "")...).Scan(&n); err != nil {
 		return false, duplicateID(err, j)
 	}
-	return tag.RowsAffected() == 1, nil
+	return n == 1, nil
 }
 
 func (t insertTx) InsertDeps(ctx context.Context, j *queue.Job) error {

@@ -49,6 +49,12 @@ func (s *Store) ImportJobs(ctx context.Context, recs []queue.JobRecord) error {
 						nullString(a.Signal), string(a.Outcome), nullString(a.Worker), nullString(a.Error), a.Output, a.Dropped)
 				}
 			}
+			jobs := make([]*queue.Job, len(part))
+			for i, r := range part {
+				jobs[i] = r.Job
+			}
+			queues, states, ns := jobCounts(jobs)
+			b.Queue(addJobCounts, queues, states, ns)
 			if err := sendImport(ctx, tx, b, part); err != nil {
 				return err
 			}
@@ -78,7 +84,8 @@ func importArgs(j *queue.Job) []any {
 		jsonMap(j.Labels), hooks, nullString(j.UniqueKey)}
 }
 
-// sendImport runs one batch and names the job whose id is taken.
+// sendImport runs one batch, which ends with the count of its jobs
+// (addJobCounts), and names the job whose id is taken.
 func sendImport(ctx context.Context, tx pgx.Tx, b *pgx.Batch, part []queue.JobRecord) error {
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
@@ -91,6 +98,9 @@ func sendImport(ctx context.Context, tx pgx.Tx, b *pgx.Batch, part []queue.JobRe
 				return fmt.Errorf("job %q: %w", r.Job.ID, err)
 			}
 		}
+	}
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("count jobs: %w", err)
 	}
 	return br.Close()
 }

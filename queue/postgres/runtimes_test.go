@@ -97,10 +97,11 @@ func TestStatsReadIndexRanges(t *testing.T) {
 	}
 }
 
-// ImportJobs counts the attempts it copies, as finishing them would have:
-// in the run-time histograms and in the monitoring totals.
+// ImportJobs counts the jobs and attempts it copies, as enqueueing and
+// finishing them would have: in the job counts, the run-time histograms
+// and the monitoring totals.
 func TestImportCountsAttempts(t *testing.T) {
-	_, u := newSchema(t)
+	schema, u := newSchema(t)
 	s := open(t, u)
 	sample := storetest.SampleAttempts(1200) // more than one import batch
 	recs := make([]queue.JobRecord, len(sample))
@@ -117,6 +118,7 @@ func TestImportCountsAttempts(t *testing.T) {
 	if err := s.ImportJobs(tctx(t), recs); err != nil {
 		t.Fatal(err)
 	}
+	checkJobTotals(t, schema)
 	storetest.CheckRunTimes(t, s, sample[0].FinishedAt.Add(-time.Hour), sample, false)
 	m, err := s.Metrics(tctx(t), time.Now())
 	if err != nil {

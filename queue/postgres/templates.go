@@ -226,7 +226,7 @@ func (f fireTx) ClearWaiting(ctx context.Context, name string) error {
 }
 
 func (f fireTx) InsertJob(ctx context.Context, j *queue.Job, fireKey string) error {
-	if _, err := f.tx.Exec(ctx, insertJob, insertArgs(j, fireKey)...); err != nil {
+	if _, err := f.tx.Exec(ctx, insertCountedJob, insertArgs(j, fireKey)...); err != nil {
 		if isUnique(err) {
 			return fmt.Errorf("%w: %q already exists", queue.ErrDuplicate, j.ID)
 		}
