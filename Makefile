@@ -14,6 +14,7 @@ bench:
 install:
 	go install ./cmd/queuectl
 
-# Man pages, one per command, generated from the commands' help into man/.
+# Man pages, one per command, generated from the commands' help into man/
+# (the man command is built only with -tags man).
 man:
-	go run ./cmd/queuectl man man
+	go run -tags man ./cmd/queuectl man man

@@ -88,8 +88,8 @@ PostgreSQL. Data lives in $QUEUECTL_HOME (default ~/.queuectl).`,
 		a.backupCmd(),
 		a.benchCmd(),
 		a.versionCmd(),
-		a.manCmd(),
 	)
+	root.AddCommand(a.buildCmds()...)
 	a.completeArgs(root)
 	wrapArgs(root)
 	return root

@@ -127,10 +127,21 @@ func completions(out string) []string {
 	return got
 }
 
+// TestE2EManPages builds with -tags man, as make man does, and writes the
+// pages; the binary built without the tag has no man command.
 func TestE2EManPages(t *testing.T) {
 	c := newCLI(t)
+	if _, errOut, code := c.run("man", filepath.Join(c.home, "nothing")); code == 0 || !strings.Contains(errOut, "unknown command") {
+		t.Fatalf("man without -tags man: exit %d %s", code, errOut)
+	}
+	bin := filepath.Join(t.TempDir(), "queuectl-man")
+	if out, err := exec.Command("go", "build", "-tags", "man", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build -tags man: %v\n%s", err, out)
+	}
 	dir := filepath.Join(c.home, "man")
-	c.ok("man", dir)
+	if out, err := exec.Command(bin, "man", dir).CombinedOutput(); err != nil {
+		t.Fatalf("man %s: %v\n%s", dir, err, out)
+	}
 	for _, page := range []string{"queuectl.1", "queuectl-run.1", "queuectl-worker-start.1", "queuectl-cron-trigger.1"} {
 		b, err := os.ReadFile(filepath.Join(dir, page))
 		if err != nil {

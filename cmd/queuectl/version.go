@@ -3,11 +3,9 @@ package main
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/cobra/doc"
 )
 
 // buildVersion is what the Go toolchain recorded about this binary: the
@@ -74,29 +72,6 @@ func (a *app) versionCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (with the Go version)")
 	return cmd
-}
-
-// manCmd writes a man page per command (make man uses it).
-func (a *app) manCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "man DIR",
-		Short:  "Write man pages for every command into DIR",
-		Hidden: true,
-		Args:   cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := os.MkdirAll(args[0], 0o755); err != nil {
-				return fmt.Errorf("create %s: %w", args[0], err)
-			}
-			root := cmd.Root()
-			root.DisableAutoGenTag = true // pages stay the same from build to build
-			header := &doc.GenManHeader{Title: "QUEUECTL", Section: "1", Source: "queuectl " + readVersion().Version}
-			if err := doc.GenManTree(root, header, args[0]); err != nil {
-				return fmt.Errorf("write man pages: %w", err)
-			}
-			_, err := fmt.Fprintf(a.stdout, "man pages written to %s\n", args[0])
-			return err
-		},
-	}
 }
 
 // redactDSN removes a password from a postgres:// URL, for logs.
