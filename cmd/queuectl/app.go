@@ -138,10 +138,14 @@ func wrapArgs(c *cobra.Command) {
 	}
 	if check != nil {
 		c.Args = func(cmd *cobra.Command, args []string) error {
-			if err := check(cmd, args); err != nil {
-				return usageError{fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
+			err := check(cmd, args)
+			switch {
+			case err == nil:
+				return nil
+			case !cmd.HasParent(): // main prefixes "queuectl: " already
+				return usageError{err}
 			}
-			return nil
+			return usageError{fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
 		}
 	}
 	for _, sub := range c.Commands() {

@@ -521,6 +521,9 @@ func TestE2EBadInput(t *testing.T) {
 			}
 		})
 	}
+	if _, errOut, _ := c.run("bogus"); errOut != "queuectl: unknown command \"bogus\"\n" {
+		t.Errorf("unknown command: stderr %q, want the program named once", errOut)
+	}
 	if after := c.ok("list", "--json"); after != before {
 		t.Fatalf("bad input changed stored data:\nbefore %s\nafter %s", before, after)
 	}
