@@ -132,7 +132,7 @@ func (a *app) runEnqueue(cmd *cobra.Command, args []string, o *enqueueOptions) e
 		jobs = append(jobs, n)
 	}
 	if err := inCurrentDir(jobs, &workDir{}); err != nil {
-		return err
+		return fmt.Errorf("enqueue: %w", err)
 	}
 	return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 		queues, err := queue.QueueOverrides(ctx, st)
@@ -280,7 +280,7 @@ func inCurrentDir(jobs []queue.NewJob, wd *workDir) error {
 		}
 		cwd, err := wd.get()
 		if err != nil {
-			return fmt.Errorf("enqueue: current directory: %w", err)
+			return fmt.Errorf("current directory: %w", err)
 		}
 		jobs[i].Dir = filepath.Join(cwd, dir)
 	}

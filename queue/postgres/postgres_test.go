@@ -162,8 +162,8 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// checkJobTotals compares the job counts the triggers keep with a full
-// count of the jobs table.
+// checkJobTotals compares the job counts the statements (and the delete
+// trigger) keep with a full count of the jobs table.
 func checkJobTotals(t *testing.T, schema string) {
 	t.Helper()
 	ctx, c := tctx(t), adminConn(t)
