@@ -384,6 +384,7 @@ func (b *runner) scale(ctx context.Context) ([]Result, error) {
 	}
 	r := result("scale", fmt.Sprintf("engine rate, 8 slots, with %d finished and %d pending jobs", b.cfg.ScaleFinished, b.cfg.ScalePending),
 		"jobs/s", runs, "empty table", b.engineRate8, "higher")
+	r.Need = targetScaleRatio
 	r.Note = fmt.Sprintf("target ratio at least %.2f (within 1.5x of the empty-table rate)", targetScaleRatio)
 	out := []Result{r}
 	if size > 0 {
