@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -131,7 +132,7 @@ func (a *app) runEnqueue(cmd *cobra.Command, args []string, o *enqueueOptions) e
 		}
 		jobs = append(jobs, n)
 	}
-	if err := inCurrentDir(jobs, &workDir{}); err != nil {
+	if err := inCurrentDir(jobs, workDir(os.Getwd)); err != nil {
 		return fmt.Errorf("enqueue: %w", err)
 	}
 	return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
@@ -246,39 +247,24 @@ func (o *enqueueOptions) environment() (map[string]string, error) {
 	return env, nil
 }
 
-// workDir is the directory enqueue was called from, read when a job first
-// needs it and then kept: a file of many jobs would otherwise look the
-// directory up (a stat of "." and of $PWD) once per job, a third of the
-// CPU time of enqueue --file.
-type workDir struct {
-	getwd func() (string, error) // os.Getwd when nil
-	dir   string
-	err   error
-	read  bool
-}
-
-func (w *workDir) get() (string, error) {
-	if !w.read {
-		getwd := w.getwd
-		if getwd == nil {
-			getwd = os.Getwd
-		}
-		w.dir, w.err = getwd()
-		w.read = true
-	}
-	return w.dir, w.err
+// workDir returns the directory enqueue was called from (getwd is
+// os.Getwd but in tests), asked when a job first needs it and then kept: a
+// file of many jobs would otherwise look the directory up (a stat of "."
+// and of $PWD) once per job, a third of the CPU time of enqueue --file.
+func workDir(getwd func() (string, error)) func() (string, error) {
+	return sync.OnceValues(getwd)
 }
 
 // inCurrentDir makes jobs that name no directory run in the one enqueue
 // was called from, and resolves a relative dir against it, as a
 // configuration file's dir is against the file's directory.
-func inCurrentDir(jobs []queue.NewJob, wd *workDir) error {
+func inCurrentDir(jobs []queue.NewJob, wd func() (string, error)) error {
 	for i := range jobs {
 		dir := jobs[i].Dir
 		if filepath.IsAbs(dir) || strings.ContainsRune(dir, 0) {
 			continue
 		}
-		cwd, err := wd.get()
+		cwd, err := wd()
 		if err != nil {
 			return fmt.Errorf("current directory: %w", err)
 		}

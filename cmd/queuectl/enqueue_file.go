@@ -54,7 +54,7 @@ func (a *app) enqueueFile(cmd *cobra.Command, path string, now time.Time, ignore
 		}
 		prog := a.progress()
 		total := 0
-		wd := &workDir{}
+		wd := workDir(os.Getwd)
 		err = eachJob(src, path, func(where string, b []byte) error {
 			if _, err := resolveJob(r, b, now, wd, ignored); err != nil {
 				return usageError{fmt.Errorf("enqueue: %s %s: %w", path, where, err)}
@@ -78,7 +78,7 @@ func (a *app) enqueueFile(cmd *cobra.Command, path string, now time.Time, ignore
 }
 
 // importJobs is the second pass: stage, commit, print the ids.
-func (a *app) importJobs(ctx context.Context, st queue.Store, r *queue.Resolver, wd *workDir, src io.Reader, path string,
+func (a *app) importJobs(ctx context.Context, st queue.Store, r *queue.Resolver, wd func() (string, error), src io.Reader, path string,
 	now time.Time, total int, prog func(string, int, int)) (err error) {
 	ids, err := os.CreateTemp("", "queuectl-ids-*")
 	if err != nil {
@@ -198,7 +198,7 @@ func chunkError(path string, chunk []*queue.Job, wheres []string, err error) err
 }
 
 // resolveJob parses and validates one job.
-func resolveJob(r *queue.Resolver, b []byte, now time.Time, wd *workDir, ignored map[string]bool) (*queue.Job, error) {
+func resolveJob(r *queue.Resolver, b []byte, now time.Time, wd func() (string, error), ignored map[string]bool) (*queue.Job, error) {
 	n, err := parseJobJSON(b, now, ignored)
 	if err != nil {
 		return nil, err

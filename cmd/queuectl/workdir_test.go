@@ -13,7 +13,7 @@ import (
 // is looked up once however many jobs need it.
 func TestInCurrentDir(t *testing.T) {
 	calls := 0
-	wd := &workDir{getwd: func() (string, error) { calls++; return "/home/u/app", nil }}
+	wd := workDir(func() (string, error) { calls++; return "/home/u/app", nil })
 	jobs := []queue.NewJob{{Dir: ""}, {Dir: "sub/../build"}, {Dir: "/srv/data"}, {Dir: ""}}
 	for i := 0; i < len(jobs); i += 2 {
 		if err := inCurrentDir(jobs[i:i+2], wd); err != nil {
@@ -30,7 +30,7 @@ func TestInCurrentDir(t *testing.T) {
 		t.Errorf("current directory read %d times, want once", calls)
 	}
 
-	gone := &workDir{getwd: func() (string, error) { return "", errors.New("no such file or directory") }}
+	gone := workDir(func() (string, error) { return "", errors.New("no such file or directory") })
 	if err := inCurrentDir([]queue.NewJob{{Dir: "/srv/data"}}, gone); err != nil {
 		t.Errorf("a job with an absolute dir needs no current directory: %v", err)
 	}
