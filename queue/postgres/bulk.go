@@ -145,8 +145,7 @@ func copyJobs(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
 	if err != nil {
 		return err
 	}
-	queues, states, ns := jobCounts(jobs)
-	if _, err := tx.Exec(ctx, addJobCounts, queues, states, ns); err != nil {
+	if _, err := tx.Exec(ctx, addJobCounts, jobCounts(jobs)...); err != nil {
 		return fmt.Errorf("count jobs: %w", err)
 	}
 	return nil

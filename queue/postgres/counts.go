@@ -47,16 +47,15 @@ const addJobCounts = `INSERT INTO job_totals AS t (queue, state, shard, n)
 	SELECT q, s, pg_backend_pid(), n FROM unnest($1::text[], $2::text[], $3::bigint[]) AS c (q, s, n) ORDER BY q, s
 	ON CONFLICT (queue, state, shard) DO UPDATE SET n = t.n + excluded.n`
 
-// jobCounts counts jobs by queue and state (a job with no state is
-// pending), as addJobCounts' arguments.
-func jobCounts(jobs []*queue.Job) (queues, states []string, ns []int64) {
+// jobCounts counts jobs by queue and the state they are stored in
+// (initialState): addJobCounts' arguments.
+func jobCounts(jobs []*queue.Job) []any {
 	type key struct{ queue, state string }
 	at := map[key]int{}
+	var queues, states []string
+	var ns []int64
 	for _, j := range jobs {
-		k := key{j.Queue, string(j.State)}
-		if k.state == "" {
-			k.state = string(queue.StatePending)
-		}
+		k := key{j.Queue, string(initialState(j))}
 		i, ok := at[k]
 		if !ok {
 			i = len(ns)
@@ -65,5 +64,5 @@ func jobCounts(jobs []*queue.Job) (queues, states []string, ns []int64) {
 		}
 		ns[i]++
 	}
-	return queues, states, ns
+	return []any{queues, states, ns}
 }

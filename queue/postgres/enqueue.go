@@ -24,14 +24,19 @@ func insertArgs(j *queue.Job, fireKey string) []any {
 	if !j.Hooks.IsZero() {
 		hooks, _ = json.Marshal(j.Hooks)
 	}
-	state := j.State
-	if state == "" {
-		state = queue.StatePending
-	}
 	return []any{j.ID, j.Queue, j.Command, j.Priority, j.MaxRetries, j.Timeout.Microseconds(), j.BackoffBase,
 		j.MaxBackoff.Microseconds(), j.RunAt, j.CreatedAt, j.UpdatedAt, jsonMap(j.Env), nullString(j.Dir),
 		nullString(j.Template), nullTime(j.ScheduledAt), nullString(fireKey), jsonMap(j.Labels), hooks,
-		nullString(j.UniqueKey), nullString(j.Error), string(state)}
+		nullString(j.UniqueKey), nullString(j.Error), string(initialState(j))}
+}
+
+// initialState is the state a job is inserted in: its own, pending when
+// it has none.
+func initialState(j *queue.Job) queue.State {
+	if j.State == "" {
+		return queue.StatePending
+	}
+	return j.State
 }
 
 // jsonMap is m as a JSON object, NULL when empty.
@@ -89,8 +94,7 @@ func sendInserts(ctx context.Context, tx conn, jobs []*queue.Job, channel string
 	for _, j := range jobs {
 		b.Queue(insertJob, insertArgs(j, "")...)
 	}
-	queues, states, ns := jobCounts(jobs)
-	b.Queue(addJobCounts, queues, states, ns)
+	b.Queue(addJobCounts, jobCounts(jobs)...)
 	if channel != "" {
 		b.Queue(notifySQL, channel)
 	}

@@ -53,8 +53,7 @@ func (s *Store) ImportJobs(ctx context.Context, recs []queue.JobRecord) error {
 			for i, r := range part {
 				jobs[i] = r.Job
 			}
-			queues, states, ns := jobCounts(jobs)
-			b.Queue(addJobCounts, queues, states, ns)
+			b.Queue(addJobCounts, jobCounts(jobs)...)
 			if err := sendImport(ctx, tx, b, part); err != nil {
 				return err
 			}

@@ -91,13 +91,9 @@ func (s *Store) DatabaseNow(ctx context.Context) (time.Time, error) {
 
 // RescueCandidates implements queue.Store.
 func (s *Store) RescueCandidates(ctx context.Context, p queue.RescueParams) ([]*queue.Job, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+allJobColumns+` FROM jobs
+	jobs, err := s.queryJobs(ctx, `SELECT `+allJobColumns+` FROM jobs
 		WHERE state = 'processing' AND (lease_until <= $1 OR worker IN (SELECT id FROM workers WHERE host = $2 AND boot_id = $3))
 		ORDER BY seq`, p.Now, p.Host, p.BootID)
-	if err != nil {
-		return nil, fmt.Errorf("rescue candidates: %w", err)
-	}
-	jobs, err := scanJobs(rows)
 	if err != nil {
 		return nil, fmt.Errorf("rescue candidates: %w", err)
 	}

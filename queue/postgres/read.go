@@ -76,6 +76,15 @@ func scanJobs(rows pgx.Rows) ([]*queue.Job, error) {
 	return collect(rows, func(r pgx.CollectableRow) (*queue.Job, error) { return scanJob(r) })
 }
 
+// queryJobs runs query, which selects allJobColumns, and reads its jobs.
+func (s *Store) queryJobs(ctx context.Context, query string, args ...any) ([]*queue.Job, error) {
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanJobs(rows)
+}
+
 // GetJob implements queue.Store.
 func (s *Store) GetJob(ctx context.Context, id string) (*queue.Job, error) {
 	j, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+allJobColumns+` FROM jobs WHERE id = $1`, id))
@@ -103,11 +112,7 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) ([]*queue.Job,
 		}
 	}
 	query, args := listQuery(p, after)
-	rows, err := s.pool.Query(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
-	}
-	jobs, err := scanJobs(rows)
+	jobs, err := s.queryJobs(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
