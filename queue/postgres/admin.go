@@ -39,9 +39,15 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 		}); err != nil {
 			return err
 		}
+		// The final attempt kept on a dead job's row goes to attempts, where
+		// the job's next attempts go too.
+		if _, err = tx.Exec(ctx, moveFinalAttempts, rids); err != nil {
+			return err
+		}
 		// A reset attempt count resets the uncharged ones too.
 		_, err = tx.Exec(ctx, countedUpdate(`UPDATE jobs SET state = 'pending', run_at = $1, updated_at = $1, attempts = v.attempts,
-			uncharged = least(jobs.uncharged, v.attempts)
+			uncharged = least(jobs.uncharged, v.attempts), last_started_at = NULL, last_outcome = NULL, last_signal = NULL,
+			last_output = NULL, last_dropped = NULL
 			FROM unnest($2::text[], $3::integer[], $4::text[]) AS v(id, attempts, was) WHERE jobs.id = v.id
 			RETURNING jobs.queue, v.was, jobs.state AS became`), p.Now, rids, attempts, states)
 		if err != nil {
@@ -58,6 +64,14 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 	}
 	return moved, nil
 }
+
+// moveFinalAttempts copies the final attempts kept on the rows of the jobs
+// $1 (finishAll) to attempts, in the columns job_attempts reads them from.
+const moveFinalAttempts = `INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome, worker, error,
+		output, dropped)
+	SELECT id, attempts, last_started_at, finished_at, exit_code, last_signal, last_outcome, worker, error,
+		last_output, coalesce(last_dropped, 0)
+	FROM jobs WHERE id = ANY($1) AND last_outcome IS NOT NULL ORDER BY id`
 
 // lockJobs locks the named jobs and, with allDead, every dead job (of
 // queue q when given), in id order so that concurrent callers cannot
@@ -252,8 +266,8 @@ const forgetRuns = `INSERT INTO run_slots AS r (span, slot, queue, class, le_us,
 		(SELECT min(le_us) FROM run_buckets
 			WHERE le_us >= (extract(epoch FROM a.finished_at - coalesce(a.started_at, a.finished_at)) * 1000000)::bigint),
 		-count(*), 0, 0
-	FROM jobs j JOIN attempts a ON a.job_id = j.id CROSS JOIN (VALUES ('minute'), ('hour')) s(span)
-	WHERE j.id = ANY($1)
+	FROM job_attempts a JOIN jobs j ON j.id = a.job_id CROSS JOIN (VALUES ('minute'), ('hour')) s(span)
+	WHERE a.job_id = ANY($1)
 	GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
 	ON CONFLICT (span, slot, queue, class, le_us) DO UPDATE SET n = r.n + excluded.n
 	RETURNING span, slot, n`
@@ -297,9 +311,23 @@ const pruneMatch = `SELECT job_id, seq FROM attempts WHERE finished_at < $1 AND 
 const pruneChange = `UPDATE attempts a SET dropped = a.dropped + length(a.output), output = NULL
 	FROM (%s) m WHERE a.job_id = m.job_id AND a.seq = m.seq`
 
-// PruneOutput implements queue.Store.
+// pruneFinalMatch and pruneFinalChange do the same for the final attempts
+// kept on finished jobs' rows, through jobs_output_finished (migration 21).
+const (
+	pruneFinalMatch  = `SELECT id FROM jobs WHERE finished_at < $1 AND last_output IS NOT NULL`
+	pruneFinalChange = `UPDATE jobs j SET last_dropped = coalesce(j.last_dropped, 0) + length(j.last_output), last_output = NULL
+	FROM (%s) m WHERE j.id = m.id`
+)
+
+// PruneOutput implements queue.Store: the attempts first, then the final
+// attempts on the jobs' rows, at most p.Limit (0: all) in all.
 func (s *Store) PruneOutput(ctx context.Context, p queue.PruneOutputParams) (int, error) {
 	n, err := s.batch(ctx, pruneMatch, pruneChange, p.Limit, p.DryRun, p.Before)
+	if err == nil && (p.Limit == 0 || n < p.Limit) {
+		var m int
+		m, err = s.batch(ctx, pruneFinalMatch, pruneFinalChange, max(p.Limit-n, 0), p.DryRun, p.Before)
+		n += m
+	}
 	if err != nil {
 		return 0, fmt.Errorf("prune output: %w", err)
 	}

@@ -16,39 +16,45 @@ import (
 // job's row changes only if its claim still holds (see queue's lifecycle
 // for the races it settles) and, only then, gets its history row (in the
 // batch's order) and loses its live output (the whole output is now in the
-// history). With a cancel request pending the job takes the alternative
-// the lifecycle decided ($22, $23). The attempts it records are counted
-// in the same statement (countFinished). It returns the ids it applied.
+// history). The final attempt of a job that finishes ($28, see inline)
+// is kept on the job's own row (migration 21), any other in attempts.
+// With a cancel request pending the job takes the alternative the
+// lifecycle decided ($22, $23). The attempts it records are counted in the
+// same statement (countFinished). It returns the ids it applied.
 const finishAll = `WITH f AS (
 		SELECT * FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::int[], $6::text[],
 			$7::timestamptz[], $8::text[], $9::text[], $10::int[], $11::int[], $12::timestamptz[], $13::timestamptz[],
 			$14::int[], $15::text[], $16::text[], $17::text[], $18::text[], $19::bytea[], $20::bigint[],
-			$21::timestamptz[], $22::text[], $23::text[], $24::int[], $25::bigint[], $26::bigint[], $27::bigint[])
+			$21::timestamptz[], $22::text[], $23::text[], $24::int[], $25::bigint[], $26::bigint[], $27::bigint[],
+			$28::bool[])
 		WITH ORDINALITY AS f(state, attempts, run_at, finished_at, exit_code, error, now, id, worker, attempt,
 			number, a_started, a_finished, a_exit, signal, outcome, a_worker, a_error, output, dropped,
-			expired_by, c_state, c_error, uncharged, run_us, metric_le, run_le, ord)),
+			expired_by, c_state, c_error, uncharged, run_us, metric_le, run_le, inline, ord)),
 	u AS (
 		UPDATE jobs j SET
 			state = CASE WHEN j.cancel_requested THEN f.c_state ELSE f.state END,
 			attempts = f.attempts, run_at = f.run_at, finished_at = f.finished_at, exit_code = f.exit_code,
 			error = CASE WHEN j.cancel_requested THEN f.c_error ELSE f.error END,
-			updated_at = f.now, lease_until = NULL, cancel_requested = false, uncharged = f.uncharged
+			updated_at = f.now, lease_until = NULL, cancel_requested = false, uncharged = f.uncharged,
+			last_started_at = CASE WHEN f.inline THEN f.a_started END, last_outcome = CASE WHEN f.inline THEN f.outcome END,
+			last_signal = CASE WHEN f.inline THEN f.signal END, last_output = CASE WHEN f.inline THEN f.output END,
+			last_dropped = CASE WHEN f.inline THEN nullif(f.dropped, 0) END
 		FROM f
 		WHERE j.id = f.id AND j.worker = f.worker AND j.attempts = f.attempt AND j.state = 'processing'
 			AND (f.expired_by IS NULL OR j.lease_until <= f.expired_by)
-		RETURNING j.id, j.queue, j.state),
+		RETURNING j.id, j.queue, j.state, f.inline),
 	moved AS (SELECT queue, 'processing'::text AS was, state AS became FROM u),
 	` + countMoves + `,
 	live AS (DELETE FROM live_output WHERE job_id IN (SELECT id FROM u)),
 	timed AS MATERIALIZED (SELECT u.queue, f.outcome, f.a_finished AS finished_at, f.run_us AS d, f.metric_le, f.run_le
 		FROM f JOIN u ON u.id = f.id),
-	` + countFinished + `
-	INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome, worker, error,
-		output, dropped)
-	SELECT f.id, f.number, f.a_started, f.a_finished, f.a_exit, f.signal, f.outcome, f.a_worker, f.a_error,
-		f.output, f.dropped
-	FROM f JOIN u ON u.id = f.id ORDER BY f.ord
-	RETURNING job_id`
+	` + countFinished + `,
+	history AS (INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome, worker, error,
+			output, dropped)
+		SELECT f.id, f.number, f.a_started, f.a_finished, f.a_exit, f.signal, f.outcome, f.a_worker, f.a_error,
+			f.output, f.dropped
+		FROM f JOIN u ON u.id = f.id WHERE NOT u.inline ORDER BY f.ord)
+	SELECT id FROM u`
 
 // countFinished counts the finished attempts of CTE timed (queue,
 // outcome, finished_at, d: the run time in microseconds, metric_le and
@@ -92,6 +98,7 @@ type finishColumns struct {
 	aStarted, expiredBy                  []*time.Time
 	output                               [][]byte
 	dropped, runUS, metricLE, runLE      []int64
+	inline                               []bool
 }
 
 func (c *finishColumns) add(f queue.Finish) {
@@ -125,12 +132,28 @@ func (c *finishColumns) add(f queue.Finish) {
 	c.runUS = append(c.runUS, us)
 	c.metricLE = append(c.metricLE, queue.MetricBucket(us))
 	c.runLE = append(c.runLE, queue.RunTimeBucket(us))
+	c.inline = append(c.inline, inline(f))
+}
+
+// inline reports whether f's attempt is kept on its job's row: the job
+// finishes with it, and the job's own number, exit code, error and worker
+// are the attempt's, as the lifecycle decides them (its end always is:
+// add). A cancel request changes only a runnable outcome, never a finished
+// one, so the row holds what was decided here.
+func inline(f queue.Finish) bool {
+	r := f.Record
+	return f.State.Finished() && r.Number == f.Attempts &&
+		r.Error == f.Error && r.Worker == f.Worker && equalInt(r.ExitCode, f.ExitCode)
+}
+
+func equalInt(a, b *int) bool {
+	return a == b || a != nil && b != nil && *a == *b
 }
 
 func (c *finishColumns) args() []any {
 	return []any{c.state, c.attempts, c.runAt, c.finishedAt, c.exitCode, c.errs, c.now, c.id, c.worker, c.attempt,
 		c.number, c.aStarted, c.aFinished, c.aExit, c.signal, c.outcome, c.aWorker, c.aErr, c.output, c.dropped,
-		c.expiredBy, c.cState, c.cErr, c.uncharged, c.runUS, c.metricLE, c.runLE}
+		c.expiredBy, c.cState, c.cErr, c.uncharged, c.runUS, c.metricLE, c.runLE, c.inline}
 }
 
 func nullStr(s string) *string {

@@ -1,9 +1,11 @@
 package postgres_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/postgres"
 )
@@ -37,6 +39,58 @@ func TestFinishBatchWithTwoFinishesOfOneJob(t *testing.T) {
 		if err != nil || got.State != queue.StateCompleted {
 			t.Fatalf("%s: %+v %v, want completed", j.ID, got, err)
 		}
+	}
+}
+
+// A job's final attempt is kept on its own row (migration 21): a job that
+// ran once has no attempts row, one that failed first has a row for that
+// attempt only, and one whose attempt failed for good keeps it on the row
+// too. (What reads them back, through a retry too, is in the conformance
+// suite.)
+func TestFinalAttemptOnJobRow(t *testing.T) {
+	_, u := newSchema(t)
+	s := open(t, u)
+	ctx := tctx(t)
+	now := time.Now().UTC()
+	claimed := insertAndClaim(t, s, "w", now, "once", "twice", "dead")
+	code, bad := 0, 1
+	ok := queue.End{Outcome: queue.OutcomeSucceeded, ExitCode: &code, Started: now, Finished: now, Output: []byte("hi\n")}
+	failed := queue.End{Outcome: queue.OutcomeFailed, ExitCode: &bad, Error: "exit status 1", Started: now, Finished: now}
+	claimed[2].MaxRetries = 0
+	fs := []queue.Finish{queue.RetryPolicy{}.Decide(claimed[0], "w", ok, now), queue.RetryPolicy{}.Decide(claimed[1], "w", failed, now),
+		queue.RetryPolicy{}.Decide(claimed[2], "w", failed, now)}
+	if fs[1].State != queue.StateFailed || fs[2].State != queue.StateDead {
+		t.Fatalf("decided %s and %s, want failed and dead", fs[1].State, fs[2].State)
+	}
+	if _, err := s.FinishJobs(ctx, fs); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(time.Hour)
+	again, err := s.ClaimJobs(ctx, queue.ClaimParams{Worker: "w", Limit: 1, Now: later, LeaseUntil: later.Add(time.Hour)})
+	if err != nil || len(again) != 1 || again[0].ID != "twice" {
+		t.Fatalf("claim the retry: %v %v", again, err)
+	}
+	if _, err := s.FinishJobs(ctx, []queue.Finish{queue.RetryPolicy{}.Decide(again[0], "w", ok, later)}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	want := map[string][2]any{"once": {0, "succeeded"}, "twice": {1, "succeeded"}, "dead": {0, "failed"}}
+	for id, w := range want {
+		var rows int
+		var outcome *string
+		err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM attempts WHERE job_id = $1), last_outcome FROM jobs WHERE id = $1`, id).
+			Scan(&rows, &outcome)
+		if err != nil || rows != w[0] || outcome == nil || *outcome != w[1] {
+			t.Errorf("%s: %d attempts rows, final attempt on the row %v (%v), want %d and %s", id, rows, outcome, err, w[0], w[1])
+		}
+	}
+	out, err := s.Output(ctx, "once", 1)
+	if err != nil || string(out.Output) != "hi\n" {
+		t.Fatalf("output kept on the row: %+v %v", out, err)
 	}
 }
 

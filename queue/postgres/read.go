@@ -194,6 +194,8 @@ func listStates(asked []queue.State) []queue.State {
 	return out
 }
 
+// attemptColumns are the columns of attempts and of job_attempts, which
+// adds the final attempts kept on finished jobs' rows (migration 21).
 const attemptColumns = `job_id, number, started_at, finished_at, exit_code, signal, outcome, worker, error, dropped`
 
 func scanAttempt(row pgx.Row, withOutput bool) (*queue.Attempt, error) {
@@ -218,7 +220,7 @@ func scanAttempt(row pgx.Row, withOutput bool) (*queue.Attempt, error) {
 
 // Attempts implements queue.Store.
 func (s *Store) Attempts(ctx context.Context, jobID string) ([]*queue.Attempt, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+attemptColumns+` FROM attempts WHERE job_id = $1 ORDER BY seq`, jobID)
+	rows, err := s.pool.Query(ctx, `SELECT `+attemptColumns+` FROM job_attempts WHERE job_id = $1 ORDER BY seq`, jobID)
 	if err != nil {
 		return nil, fmt.Errorf("attempts: %w", err)
 	}
@@ -231,7 +233,7 @@ func (s *Store) Attempts(ctx context.Context, jobID string) ([]*queue.Attempt, e
 
 // Output implements queue.Store.
 func (s *Store) Output(ctx context.Context, jobID string, number int) (*queue.Attempt, error) {
-	query := `SELECT ` + attemptColumns + `, output FROM attempts WHERE job_id = $1`
+	query := `SELECT ` + attemptColumns + `, output FROM job_attempts WHERE job_id = $1`
 	args := []any{jobID}
 	if number > 0 {
 		query += ` AND number = $2`
@@ -336,19 +338,33 @@ func (r slowestSource) HourMaxima(ctx context.Context, hour time.Time) ([]storek
 }
 
 // longest reads the longest attempts of each minute from $1 until $2 from
-// the end of its range of attempts_slowest: the index's expressions, to
-// the letter.
-const longest = `SELECT x.job_id, j.queue, x.outcome, x.d, x.finished_at
+// the end of its range of attempts_slowest and of jobs_slowest (the final
+// attempts kept on the jobs' rows, migration 21): the indexes'
+// expressions, to the letter.
+var longest = `SELECT x.job_id, j.queue, x.outcome, x.d, x.finished_at
 	FROM generate_series($1::timestamptz, $2::timestamptz - interval '1 minute', interval '1 minute') m(minute)
 	CROSS JOIN LATERAL (
-		SELECT a.job_id, a.outcome, a.finished_at,
-			(extract(epoch FROM a.finished_at - coalesce(a.started_at, a.finished_at)) * 1000000)::bigint AS d
+		(SELECT a.job_id, a.outcome, a.finished_at, ` + runMicros("a.started_at", "a.finished_at") + ` AS d
 		FROM attempts a
 		WHERE date_trunc('minute', a.finished_at AT TIME ZONE 'UTC') = m.minute AT TIME ZONE 'UTC'
-			AND (extract(epoch FROM a.finished_at - coalesce(a.started_at, a.finished_at)) * 1000000)::bigint >= $3
-		ORDER BY (extract(epoch FROM a.finished_at - coalesce(a.started_at, a.finished_at)) * 1000000)::bigint DESC
-		LIMIT $4) x
+			AND ` + runMicros("a.started_at", "a.finished_at") + ` >= $3
+		ORDER BY ` + runMicros("a.started_at", "a.finished_at") + ` DESC
+		LIMIT $4)
+		UNION ALL
+		(SELECT f.id, f.last_outcome, f.finished_at, ` + runMicros("f.last_started_at", "f.finished_at") + `
+		FROM jobs f
+		WHERE f.last_outcome IS NOT NULL AND date_trunc('minute', f.finished_at AT TIME ZONE 'UTC') = m.minute AT TIME ZONE 'UTC'
+			AND ` + runMicros("f.last_started_at", "f.finished_at") + ` >= $3
+		ORDER BY ` + runMicros("f.last_started_at", "f.finished_at") + ` DESC
+		LIMIT $4)
+		ORDER BY d DESC LIMIT $4) x
 	JOIN jobs j ON j.id = x.job_id`
+
+// runMicros is an attempt's run time in microseconds in SQL, as
+// queue.RunMicros computes it and the slowest-attempt indexes hold it.
+func runMicros(started, finished string) string {
+	return `(extract(epoch FROM ` + finished + ` - coalesce(` + started + `, ` + finished + `)) * 1000000)::bigint`
+}
 
 func (r slowestSource) Longest(ctx context.Context, from, to time.Time, atLeast int64, limit int) ([]queue.AttemptStat, error) {
 	rows, err := r.s.pool.Query(ctx, longest, from, to, atLeast, limit)

@@ -83,3 +83,78 @@ func testListAndCount(t *testing.T, open Opener) {
 		t.Fatalf("counts: got %v want %v", keys(got), keys(want))
 	}
 }
+
+// testHistoryThroughRetry: a dead job sent back by a user keeps the
+// history of its first life, final attempt and output included, and adds
+// its next attempts after it; pruning and deleting reach every attempt.
+func testHistoryThroughRetry(t *testing.T, open Opener) {
+	s := open(t)
+	insert(t, s, job(t, "r", func(n *queue.NewJob) { n.MaxRetries = ptr(0) }))
+	j := claim(t, s, "w1", 1, t0)[0]
+	code := 2
+	finish(t, s, j, "w1", queue.End{Outcome: queue.OutcomeFailed, ExitCode: &code, Error: "exit status 2", Started: t0,
+		Finished: t0.Add(time.Second), Output: []byte("first life\n")}, t0.Add(time.Second))
+	if got := get(t, s, "r"); got.State != queue.StateDead {
+		t.Fatalf("after its only attempt failed: %s, want dead", got.State)
+	}
+	later := t0.Add(time.Hour)
+	if _, err := s.RetryJobs(ctx(t), queue.RetryParams{IDs: []string{"r"}, Now: later}); err != nil {
+		t.Fatal(err)
+	}
+	j = claim(t, s, "w2", 1, later)[0]
+	finish(t, s, j, "w2", succeeded(later, "second life\n"), later)
+	hist, err := s.Attempts(ctx(t), "r")
+	if err != nil || len(hist) != 2 {
+		t.Fatalf("history after a retry of a dead job: %+v %v, want 2 attempts", hist, err)
+	}
+	first, second := hist[0], hist[1]
+	if first.Outcome != queue.OutcomeFailed || first.ExitCode == nil || *first.ExitCode != 2 || first.Error != "exit status 2" ||
+		first.Worker != "w1" || first.Duration() != time.Second || !first.FinishedAt.Equal(t0.Add(time.Second)) {
+		t.Fatalf("first life's attempt: %+v", first)
+	}
+	if second.Outcome != queue.OutcomeSucceeded || second.Worker != "w2" || second.Number != 1 || !second.FinishedAt.Equal(later.Add(1500*time.Millisecond)) {
+		t.Fatalf("second life's attempt: %+v", second)
+	}
+	if out, err := s.Output(ctx(t), "r", 0); err != nil || string(out.Output) != "second life\n" {
+		t.Fatalf("latest output: %+v %v", out, err)
+	}
+	// Both attempts are numbered 1 (a retried dead job starts over): the
+	// number asks for the latest of them.
+	if out, err := s.Output(ctx(t), "r", 1); err != nil || string(out.Output) != "second life\n" {
+		t.Fatalf("output of attempt 1: %+v %v", out, err)
+	}
+	slow, err := s.SlowestAttempts(ctx(t), queue.SlowestParams{Since: t0.Add(-time.Minute), Limit: 5})
+	if err != nil || len(slow) != 2 || slow[0].Duration != 1500*time.Millisecond || slow[1].Duration != time.Second {
+		t.Fatalf("slowest attempts: %+v %v, want both, 1.5s then 1s", slow, err)
+	}
+	if n, err := s.PruneOutput(ctx(t), queue.PruneOutputParams{Before: later.Add(time.Hour), Limit: 1}); err != nil || n != 1 {
+		t.Fatalf("prune one output: %d %v", n, err)
+	}
+	if n, err := s.PruneOutput(ctx(t), queue.PruneOutputParams{Before: later.Add(time.Hour)}); err != nil || n != 1 {
+		t.Fatalf("prune the other: %d %v", n, err)
+	}
+	hist, err = s.Attempts(ctx(t), "r")
+	if err != nil || len(hist) != 2 || hist[0].Dropped != int64(len("first life\n")) || hist[1].Dropped != int64(len("second life\n")) {
+		t.Fatalf("history after pruning: %+v %v, want each attempt's output dropped", hist, err)
+	}
+	counted := func() int64 {
+		rt, err := s.RunTimes(ctx(t), queue.RunTimeParams{Since: t0.Add(-time.Minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, c := range rt {
+			n += c.N
+		}
+		return n
+	}
+	if n := counted(); n != 2 {
+		t.Fatalf("run times count %d attempts, want 2", n)
+	}
+	if n, err := s.DeleteJobs(ctx(t), queue.DeleteParams{Before: later.Add(time.Hour)}); err != nil || n != 1 {
+		t.Fatalf("delete: %d %v", n, err)
+	}
+	if n := counted(); n != 0 {
+		t.Fatalf("run times count %d attempts after the job was deleted, want 0", n)
+	}
+}

@@ -48,6 +48,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"Heartbeat", testHeartbeat},
 		{"Cancel", testCancel},
 		{"HistoryAndOutput", testHistoryAndOutput},
+		{"HistoryThroughRetry", testHistoryThroughRetry},
 		{"DeleteFinished", testDelete},
 		{"Retention", testRetention},
 		{"Config", testConfig},
