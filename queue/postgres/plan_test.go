@@ -318,9 +318,10 @@ func TestPruneOutputFindsAttemptsByKey(t *testing.T) {
 }
 
 // TestListByStateUsesItsClassIndex checks that listing by state, newest
-// first, reads only jobs of those states' classes, with the parameters at hand
-// and in a generic plan: since migration 17 finished jobs are listed from
-// jobs_finished_created and the others from jobs_open_created (or, for a
+// first, reads only jobs of those states, with the parameters at hand and
+// in a generic plan: finished jobs are listed from an index per finished
+// state (migration 22: jobs_completed_created, jobs_dead_created,
+// jobs_cancelled_created) and the others from jobs_open_created (or, for a
 // handful of runnable jobs, another index of runnable ones), a branch per
 // state (every state for a listing that names none: no index orders every
 // job by time since migration 19), and the states are in the statement's
@@ -330,22 +331,23 @@ func TestPruneOutputFindsAttemptsByKey(t *testing.T) {
 func TestListByStateUsesItsClassIndex(t *testing.T) {
 	conn := migratedConn(t)
 	ctx := tctx(t)
-	insertJobs(t, conn, 50000, `CASE WHEN i % 1000 = 0 THEN 'dead' WHEN i % 100 = 1 THEN 'pending'
+	insertJobs(t, conn, 50000, `CASE WHEN i % 1000 = 0 THEN 'dead' WHEN i % 1000 = 3 THEN 'cancelled' WHEN i % 100 = 1 THEN 'pending'
 		WHEN i % 100 = 2 THEN 'failed' ELSE 'completed' END`, `ANALYZE jobs`)
+	finished := []string{"jobs_completed_created", "jobs_dead_created", "jobs_cancelled_created"}
 	for _, c := range []struct {
 		states []queue.State
 		want   []string // indexes the plan must read
-		other  string   // an index it must not read: the other class's
+		others []string // indexes it must not read: other states'
 	}{
-		{[]queue.State{queue.StateDead}, []string{"jobs_finished_created"}, "jobs_open_created"},
-		{[]queue.State{queue.StatePending}, nil, "jobs_finished_created"},
-		{[]queue.State{queue.StateFailed}, nil, "jobs_finished_created"},
+		{[]queue.State{queue.StateDead}, []string{"jobs_dead_created"}, []string{"jobs_open_created", "jobs_completed_created", "jobs_cancelled_created"}},
+		{[]queue.State{queue.StatePending}, nil, finished},
+		{[]queue.State{queue.StateFailed}, nil, finished},
 		// Both classes (retry's completion lists failed and dead jobs): a
-		// branch for each, each reading its own class.
-		{[]queue.State{queue.StateFailed, queue.StateDead}, []string{"jobs_finished_created"}, ""},
+		// branch for each, each reading its own index.
+		{[]queue.State{queue.StateFailed, queue.StateDead}, []string{"jobs_dead_created"}, []string{"jobs_completed_created", "jobs_cancelled_created"}},
 		// Every state (list, the dashboard): a branch for each, merged.
-		{nil, []string{"jobs_finished_created", "jobs_open_created"}, ""},
-		{[]queue.State{queue.StateCompleted, queue.StateDead}, []string{"jobs_finished_created"}, "jobs_open_created"},
+		{nil, append([]string{"jobs_open_created"}, finished...), nil},
+		{[]queue.State{queue.StateCompleted, queue.StateDead}, []string{"jobs_completed_created", "jobs_dead_created"}, []string{"jobs_open_created", "jobs_cancelled_created"}},
 	} {
 		t.Run(fmt.Sprint(c.states), func(t *testing.T) {
 			query, args := postgres.ListSQL(queue.ListParams{States: c.states, Limit: 50})
@@ -354,8 +356,8 @@ func TestListByStateUsesItsClassIndex(t *testing.T) {
 				t.Logf("%s:\n%s", what, plan)
 				ok := strings.Contains(plan, "Index Scan") && !strings.Contains(plan, "Seq Scan on jobs") &&
 					!strings.Contains(plan, "using jobs_queue_state ")
-				if c.other != "" && strings.Contains(plan, "using "+c.other+" ") {
-					ok = false
+				for _, index := range c.others {
+					ok = ok && !strings.Contains(plan, "using "+index+" ")
 				}
 				for _, index := range c.want {
 					ok = ok && strings.Contains(plan, "using "+index+" ")

@@ -127,8 +127,8 @@ type listCursor struct {
 
 // listQuery is the statement that lists the jobs p asks for, newest first,
 // after the cursor when there is one, and its parameters. Jobs are listed
-// newest first from the index of their state (migration 17; finished jobs
-// in jobs_finished_created, the others in jobs_open_created): a listing of
+// newest first from the index of their state (finished jobs in an index
+// per state, migration 22; the others in jobs_open_created): a listing of
 // several states, or of all of them, is a branch per state, each newest
 // first under the same limit, merged. No index orders every job by time
 // (migration 19): one would take an entry for every version of every job.
