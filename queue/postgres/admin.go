@@ -69,7 +69,7 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 // $1 (finishAll) to attempts, in the columns job_attempts reads them from.
 const moveFinalAttempts = `INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome, worker, error,
 		output, dropped)
-	SELECT id, attempts, last_started_at, finished_at, exit_code, last_signal, last_outcome, worker, error,
+	SELECT id, attempts, last_started_at, finished_at, exit_code, last_signal, last_outcome::text, worker, error,
 		last_output, coalesce(last_dropped, 0)
 	FROM jobs WHERE id = ANY($1) AND last_outcome IS NOT NULL ORDER BY id`
 

@@ -61,3 +61,6 @@ func FinishArgs(fs []queue.Finish) []any {
 	}
 	return c.args()
 }
+
+// RowOutcomes are the outcomes finishAll keeps on a job's row.
+var RowOutcomes = rowOutcomes

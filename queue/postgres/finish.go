@@ -36,7 +36,7 @@ const finishAll = `WITH f AS (
 			attempts = f.attempts, run_at = f.run_at, finished_at = f.finished_at, exit_code = f.exit_code,
 			error = CASE WHEN j.cancel_requested THEN f.c_error ELSE f.error END,
 			updated_at = f.now, lease_until = NULL, cancel_requested = false, uncharged = f.uncharged,
-			last_started_at = CASE WHEN f.inline THEN f.a_started END, last_outcome = CASE WHEN f.inline THEN f.outcome END,
+			last_started_at = CASE WHEN f.inline THEN f.a_started END, last_outcome = CASE WHEN f.inline THEN f.outcome::attempt_outcome END,
 			last_signal = CASE WHEN f.inline THEN f.signal END, last_output = CASE WHEN f.inline THEN f.output END,
 			last_dropped = CASE WHEN f.inline THEN nullif(f.dropped, 0) END
 		FROM f
@@ -142,9 +142,15 @@ func (c *finishColumns) add(f queue.Finish) {
 // one, so the row holds what was decided here.
 func inline(f queue.Finish) bool {
 	r := f.Record
-	return f.State.Finished() && r.Number == f.Attempts &&
+	return f.State.Finished() && slices.Contains(rowOutcomes, r.Outcome) && r.Number == f.Attempts &&
 		r.Error == f.Error && r.Worker == f.Worker && equalInt(r.ExitCode, f.ExitCode)
 }
+
+// rowOutcomes are the values of the type attempt_outcome (migration 21),
+// the outcomes a job's row can hold: an attempt with any other goes to
+// attempts, whose outcome is text.
+var rowOutcomes = []queue.Outcome{queue.OutcomeSucceeded, queue.OutcomeFailed, queue.OutcomeTimedOut, queue.OutcomeLost,
+	queue.OutcomeCancelled, queue.OutcomeInterrupted}
 
 func equalInt(a, b *int) bool {
 	return a == b || a != nil && b != nil && *a == *b

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -82,7 +83,7 @@ func TestFinalAttemptOnJobRow(t *testing.T) {
 	for id, w := range want {
 		var rows int
 		var outcome *string
-		err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM attempts WHERE job_id = $1), last_outcome FROM jobs WHERE id = $1`, id).
+		err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM attempts WHERE job_id = $1), last_outcome::text FROM jobs WHERE id = $1`, id).
 			Scan(&rows, &outcome)
 		if err != nil || rows != w[0] || outcome == nil || *outcome != w[1] {
 			t.Errorf("%s: %d attempts rows, final attempt on the row %v (%v), want %d and %s", id, rows, outcome, err, w[0], w[1])
@@ -91,6 +92,24 @@ func TestFinalAttemptOnJobRow(t *testing.T) {
 	out, err := s.Output(ctx, "once", 1)
 	if err != nil || string(out.Output) != "hi\n" {
 		t.Fatalf("output kept on the row: %+v %v", out, err)
+	}
+}
+
+// The outcomes the finish writes on a job's row are the values of the
+// column's type: one missing from the type would fail every finish with
+// it, one missing from the list would only go to attempts.
+func TestRowOutcomesMatchTheType(t *testing.T) {
+	conn := migratedConn(t)
+	var values []string
+	if err := conn.QueryRow(tctx(t), `SELECT enum_range(NULL::attempt_outcome)::text[]`).Scan(&values); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, o := range postgres.RowOutcomes {
+		want = append(want, string(o))
+	}
+	if !slices.Equal(values, want) {
+		t.Fatalf("attempt_outcome is %v, finish writes %v", values, want)
 	}
 }
 

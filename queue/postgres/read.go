@@ -351,7 +351,7 @@ var longest = `SELECT x.job_id, j.queue, x.outcome, x.d, x.finished_at
 		ORDER BY ` + runMicros("a.started_at", "a.finished_at") + ` DESC
 		LIMIT $4)
 		UNION ALL
-		(SELECT f.id, f.last_outcome, f.finished_at, ` + runMicros("f.last_started_at", "f.finished_at") + `
+		(SELECT f.id, f.last_outcome::text, f.finished_at, ` + runMicros("f.last_started_at", "f.finished_at") + `
 		FROM jobs f
 		WHERE f.last_outcome IS NOT NULL AND date_trunc('minute', f.finished_at AT TIME ZONE 'UTC') = m.minute AT TIME ZONE 'UTC'
 			AND ` + runMicros("f.last_started_at", "f.finished_at") + ` >= $3

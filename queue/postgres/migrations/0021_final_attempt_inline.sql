@@ -8,9 +8,13 @@
 -- history cost. Earlier attempts, attempts recorded before this version
 -- and imported ones stay in attempts; job_attempts reads both, and a retry
 -- moves the final attempt to attempts before the job runs again.
+-- last_outcome is an enum, 4 bytes where the text took 10: 10 MiB per
+-- million finished jobs, with the row's alignment (finish.go writes only
+-- the outcomes listed here on the row, others to attempts).
+CREATE TYPE attempt_outcome AS ENUM ('succeeded', 'failed', 'timed_out', 'lost', 'cancelled', 'interrupted');
 ALTER TABLE jobs
     ADD COLUMN last_started_at timestamptz,
-    ADD COLUMN last_outcome    text,
+    ADD COLUMN last_outcome    attempt_outcome,
     ADD COLUMN last_signal     text,
     ADD COLUMN last_output     bytea,
     ADD COLUMN last_dropped    bigint;
@@ -21,7 +25,7 @@ CREATE VIEW job_attempts AS
     SELECT job_id, seq, number, started_at, finished_at, exit_code, signal, outcome, worker, error, output, dropped
     FROM attempts
     UNION ALL
-    SELECT id, 9223372036854775807, attempts, last_started_at, finished_at, exit_code, last_signal, last_outcome,
+    SELECT id, 9223372036854775807, attempts, last_started_at, finished_at, exit_code, last_signal, last_outcome::text,
         worker, error, last_output, coalesce(last_dropped, 0)
     FROM jobs WHERE last_outcome IS NOT NULL;
 
