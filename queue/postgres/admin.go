@@ -307,31 +307,37 @@ const pruneMatch = `SELECT job_id, seq FROM attempts WHERE finished_at < $1 AND 
 // pruneChange empties the attempts pruneMatch finds, each found by its
 // key (job_id, seq: migration 18). A join, not "(job_id, seq) IN": the
 // planner expects a few rows from a row-valued IN and reads every attempt
-// to match them.
+// to match them. The row is checked again as the update finds it, since a
+// concurrent prune (each service runs its own) may have emptied it first.
 const pruneChange = `UPDATE attempts a SET dropped = a.dropped + length(a.output), output = NULL
-	FROM (%s) m WHERE a.job_id = m.job_id AND a.seq = m.seq`
+	FROM (%s) m WHERE a.job_id = m.job_id AND a.seq = m.seq AND a.output IS NOT NULL`
 
 // pruneFinalMatch and pruneFinalChange do the same for the final attempts
-// kept on finished jobs' rows, through jobs_output_finished (migration 21).
+// kept on finished jobs' rows, through jobs_output_finished (migration 21);
+// the update checks the row again too, which a concurrent prune may have
+// emptied, or a retry and a new run may have given a newer attempt.
 const (
 	pruneFinalMatch  = `SELECT id FROM jobs WHERE finished_at < $1 AND last_output IS NOT NULL`
 	pruneFinalChange = `UPDATE jobs j SET last_dropped = coalesce(j.last_dropped, 0) + length(j.last_output), last_output = NULL
-	FROM (%s) m WHERE j.id = m.id`
+	FROM (%s) m WHERE j.id = m.id AND j.last_output IS NOT NULL AND j.finished_at < $1`
 )
 
 // PruneOutput implements queue.Store: the attempts first, then the final
-// attempts on the jobs' rows, at most p.Limit (0: all) in all.
+// attempts on the jobs' rows, at most p.Limit (0: all) in all. When the
+// second statement fails, the count is what the first one emptied.
 func (s *Store) PruneOutput(ctx context.Context, p queue.PruneOutputParams) (int, error) {
 	n, err := s.batch(ctx, pruneMatch, pruneChange, p.Limit, p.DryRun, p.Before)
-	if err == nil && (p.Limit == 0 || n < p.Limit) {
-		var m int
-		m, err = s.batch(ctx, pruneFinalMatch, pruneFinalChange, max(p.Limit-n, 0), p.DryRun, p.Before)
-		n += m
-	}
 	if err != nil {
 		return 0, fmt.Errorf("prune output: %w", err)
 	}
-	return n, nil
+	if p.Limit > 0 && n >= p.Limit {
+		return n, nil
+	}
+	m, err := s.batch(ctx, pruneFinalMatch, pruneFinalChange, max(p.Limit-n, 0), p.DryRun, p.Before)
+	if err != nil {
+		return n, fmt.Errorf("prune output: %w", err)
+	}
+	return n + m, nil
 }
 
 // batch runs change (a statement with %s for the rows) on at most limit
