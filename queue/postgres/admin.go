@@ -260,11 +260,10 @@ func (s *Store) deleteJobs(ctx context.Context, match string, limit int, args ..
 // the rows in key order, as countFinished does, so that the two cannot
 // deadlock: hence an upsert, which never inserts (the rows exist) or, if
 // it did, would insert a row that forgetAttempts deletes at once.
-const forgetRuns = `INSERT INTO run_slots AS r (span, slot, queue, class, le_us, n, min_us, max_us)
+var forgetRuns = `INSERT INTO run_slots AS r (span, slot, queue, class, le_us, n, min_us, max_us)
 	SELECT s.span, date_trunc(s.span, a.finished_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', j.queue,
 		CASE WHEN a.outcome IN ('succeeded', 'interrupted') THEN a.outcome ELSE 'failed' END,
-		(SELECT min(le_us) FROM run_buckets
-			WHERE le_us >= (extract(epoch FROM a.finished_at - coalesce(a.started_at, a.finished_at)) * 1000000)::bigint),
+		(SELECT min(le_us) FROM run_buckets WHERE le_us >= ` + runMicros("a.started_at", "a.finished_at") + `),
 		-count(*), 0, 0
 	FROM job_attempts a JOIN jobs j ON j.id = a.job_id CROSS JOIN (VALUES ('minute'), ('hour')) s(span)
 	WHERE a.job_id = ANY($1)

@@ -36,9 +36,8 @@ func (s *Store) Setting(ctx context.Context, name string) (string, error) {
 // LongestSQL and RunTimesSQL expose the statistics' reads, DeleteMatch
 // retention's, PruneMatch output pruning's, and CountImportedSQL the count
 // of attempts written directly, for the plan tests.
-var LongestSQL = longest
-
-const (
+var (
+	LongestSQL       = longest
 	RunTimesSQL      = runTimes
 	DeleteMatch      = deleteMatch
 	PruneMatch       = pruneMatch

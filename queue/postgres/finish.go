@@ -83,10 +83,10 @@ const countFinished = `totals AS (
 // timedAttempts is CTE timed (countFinished) for the attempts of CTE a
 // (queue, outcome, started_at, finished_at), computed as RunMicros and the
 // buckets are.
-const timedAttempts = `timed AS MATERIALIZED (
+var timedAttempts = `timed AS MATERIALIZED (
 		SELECT a.queue, a.outcome, a.finished_at, d.d, (SELECT min(le_us) FROM metric_buckets WHERE le_us >= d.d) AS metric_le,
 			(SELECT min(le_us) FROM run_buckets WHERE le_us >= d.d) AS run_le
-		FROM a, LATERAL (SELECT (extract(epoch FROM a.finished_at - coalesce(a.started_at, a.finished_at)) * 1000000)::bigint AS d) d)`
+		FROM a, LATERAL (SELECT ` + runMicros("a.started_at", "a.finished_at") + ` AS d) d)`
 
 // finishColumns are finishAll's parameters.
 type finishColumns struct {

@@ -1,12 +1,10 @@
 package postgres_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/postgres"
 )
@@ -74,11 +72,7 @@ func TestFinalAttemptOnJobRow(t *testing.T) {
 	if _, err := s.FinishJobs(ctx, []queue.Finish{queue.RetryPolicy{}.Decide(again[0], "w", ok, later)}); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := connect(t, u)
 	want := map[string][2]any{"once": {0, "succeeded"}, "twice": {1, "succeeded"}, "dead": {0, "failed"}}
 	for id, w := range want {
 		var rows int

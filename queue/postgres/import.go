@@ -22,7 +22,7 @@ const importAttempt = `INSERT INTO attempts (job_id, number, started_at, finishe
 
 // countImported counts the imported attempts of the jobs $1, as finishAll
 // counts the attempts it records (the final SELECT only ends the WITH).
-const countImported = `WITH a AS MATERIALIZED (
+var countImported = `WITH a AS MATERIALIZED (
 		SELECT j.queue, x.outcome, x.started_at, x.finished_at FROM attempts x JOIN jobs j ON j.id = x.job_id WHERE j.id = ANY($1)),
 	` + timedAttempts + `,
 	` + countFinished + `

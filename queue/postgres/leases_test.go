@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/queue"
 )
 
@@ -23,12 +22,7 @@ func TestHeartbeatSkipsRowsOthersHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	insertAndClaim(t, s, "w", now, "a", "b")
-	holder, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close(context.Background())
-	tx, err := holder.Begin(ctx)
+	tx, err := connect(t, u).Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

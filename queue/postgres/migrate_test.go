@@ -23,11 +23,7 @@ func schemaAt(t testing.TB, v int) (u string, c *pgx.Conn) {
 		t.Fatalf("migrations: %v %v", files, err)
 	}
 	sort.Strings(files)
-	c, err = pgx.Connect(tctx(t), u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(tctx(t)) })
+	c = connect(t, u)
 	mustExec(t, c, `CREATE TABLE schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`)
 	for i, f := range files[:v] {
 		body, err := os.ReadFile(f)

@@ -138,6 +138,12 @@ func migratedConn(t *testing.T) *pgx.Conn {
 	t.Helper()
 	_, u := newSchema(t)
 	open(t, u).Close() // create the tables
+	return connect(t, u)
+}
+
+// connect opens a connection to u, closed when the test ends.
+func connect(t testing.TB, u string) *pgx.Conn {
+	t.Helper()
 	conn, err := pgx.Connect(tctx(t), u)
 	if err != nil {
 		t.Fatal(err)

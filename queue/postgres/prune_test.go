@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/queue"
 )
 
@@ -25,12 +24,7 @@ func TestPruneOutputRechecksRows(t *testing.T) {
 	if _, err := s.FinishJobs(ctx, []queue.Finish{queue.RetryPolicy{}.Decide(j, "w", end, now)}); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	tx, err := conn.Begin(ctx)
+	tx, err := connect(t, u).Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

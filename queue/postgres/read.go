@@ -337,28 +337,28 @@ func (r slowestSource) HourMaxima(ctx context.Context, hour time.Time) ([]storek
 	})
 }
 
-// longest reads the longest attempts of each minute from $1 until $2 from
-// the end of its range of attempts_slowest and of jobs_slowest (the final
-// attempts kept on the jobs' rows, migration 21): the indexes'
-// expressions, to the letter.
+// longest reads the longest attempts of each minute from $1 until $2, a
+// branch each from the end of its range of attempts_slowest and of
+// jobs_slowest (the final attempts kept on the jobs' rows, migration 21),
+// merged.
 var longest = `SELECT x.job_id, j.queue, x.outcome, x.d, x.finished_at
 	FROM generate_series($1::timestamptz, $2::timestamptz - interval '1 minute', interval '1 minute') m(minute)
-	CROSS JOIN LATERAL (
-		(SELECT a.job_id, a.outcome, a.finished_at, ` + runMicros("a.started_at", "a.finished_at") + ` AS d
-		FROM attempts a
-		WHERE date_trunc('minute', a.finished_at AT TIME ZONE 'UTC') = m.minute AT TIME ZONE 'UTC'
-			AND ` + runMicros("a.started_at", "a.finished_at") + ` >= $3
-		ORDER BY ` + runMicros("a.started_at", "a.finished_at") + ` DESC
-		LIMIT $4)
-		UNION ALL
-		(SELECT f.id, f.last_outcome::text, f.finished_at, ` + runMicros("f.last_started_at", "f.finished_at") + `
-		FROM jobs f
-		WHERE f.last_outcome IS NOT NULL AND date_trunc('minute', f.finished_at AT TIME ZONE 'UTC') = m.minute AT TIME ZONE 'UTC'
-			AND ` + runMicros("f.last_started_at", "f.finished_at") + ` >= $3
-		ORDER BY ` + runMicros("f.last_started_at", "f.finished_at") + ` DESC
-		LIMIT $4)
+	CROSS JOIN LATERAL (` +
+	slowestIn("attempts", "job_id", "outcome", "started_at", "") + ` UNION ALL ` +
+	slowestIn("jobs", "id", "last_outcome::text", "last_started_at", "last_outcome IS NOT NULL AND ") + `
 		ORDER BY d DESC LIMIT $4) x
 	JOIN jobs j ON j.id = x.job_id`
+
+// slowestIn is a branch of longest: the longest attempts of minute
+// m.minute in table, whose columns id, outcome and started hold them
+// (where narrows the table to them), at least $3 microseconds long, at
+// most $4. Its expressions are its index's, to the letter.
+func slowestIn(table, id, outcome, started, where string) string {
+	d := runMicros(started, "finished_at")
+	return `(SELECT ` + id + `, ` + outcome + `, finished_at, ` + d + ` AS d FROM ` + table + `
+		WHERE ` + where + `date_trunc('minute', finished_at AT TIME ZONE 'UTC') = m.minute AT TIME ZONE 'UTC' AND ` + d + ` >= $3
+		ORDER BY ` + d + ` DESC LIMIT $4)`
+}
 
 // runMicros is an attempt's run time in microseconds in SQL, as
 // queue.RunMicros computes it and the slowest-attempt indexes hold it.

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/queue"
 )
 
@@ -77,11 +76,7 @@ func TestWorkerTransactionsCommitAsynchronously(t *testing.T) {
 		END $$;
 		CREATE TRIGGER note_commit_mode AFTER INSERT OR UPDATE ON `+schema+`.jobs
 			FOR EACH STATEMENT EXECUTE FUNCTION `+schema+`.note_commit_mode()`)
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, u)
 	modes := func(step string, want string) {
 		t.Helper()
 		var got []string
