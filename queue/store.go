@@ -64,6 +64,11 @@ type Store interface {
 	Attempts(ctx context.Context, jobID string) ([]*Attempt, error)
 	// Output returns the captured output of one attempt (the latest when number is 0).
 	Output(ctx context.Context, jobID string, number int) (*Attempt, error)
+	// OutputAt returns the attempt at index i (0 is the oldest) of the job's
+	// history as Attempts lists it, with its captured output. Attempt
+	// numbers start over when a dead job is retried, so a number can name
+	// two attempts; an index names one. ErrNotFound past the last.
+	OutputAt(ctx context.Context, jobID string, i int) (*Attempt, error)
 	// SaveLiveOutput stores what a running attempt has written so far,
 	// replacing what was saved before, while the claim (job, worker,
 	// attempt) holds; otherwise it does nothing. FinishJobs drops it.

@@ -327,3 +327,22 @@ func TestUnknownAPIPathIsJSON404(t *testing.T) {
 		t.Errorf("%+v", e)
 	}
 }
+
+// A dead job retried by hand starts its attempt numbers over: its page and
+// its event stream still show each life's own output, oldest first.
+func TestOutputsOfARetriedDeadJob(t *testing.T) {
+	h := tokens(t)
+	h.enqueue(`{"id":"twice","command":"echo","max_retries":0}`)
+	h.runJob("twice", queue.OutcomeFailed, "first life\n")
+	h.must(req{method: "POST", path: "/api/v1/jobs/twice/retry", token: adminToken}, http.StatusOK)
+	h.runJob("twice", queue.OutcomeFailed, "second life\n")
+	events := h.must(req{path: "/api/v1/jobs/twice/events", token: viewerToken}, http.StatusOK).Body.String()
+	first, second := strings.Index(events, `"output":"first life\n"`), strings.Index(events, `"output":"second life\n"`)
+	if first < 0 || second < first {
+		t.Errorf("event stream: want the first life's output, then the second's:\n%s", events)
+	}
+	page := h.must(req{path: "/jobs/twice", token: viewerToken, header: map[string]string{"Accept": "text/html"}}, http.StatusOK).Body.String()
+	if !strings.Contains(page, "first life") || !strings.Contains(page, "second life") {
+		t.Errorf("job page lacks a life's output:\n%s", page)
+	}
+}

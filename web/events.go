@@ -102,7 +102,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			for ; sentOutputs < len(hist); sentOutputs++ {
-				at, err := s.cfg.Store.Output(ctx, id, hist[sentOutputs].Number)
+				at, err := s.cfg.Store.OutputAt(ctx, id, sentOutputs)
 				if err != nil {
 					return
 				}

@@ -151,7 +151,7 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) error {
 	// The newest attempts first, their output cleaned of terminal escapes.
 	for i := len(d.Detail.History) - 1; i >= 0 && len(d.Outputs) < 20; i-- {
 		a := d.Detail.History[i]
-		out, err := s.cfg.Store.Output(ctx, id, a.Number)
+		out, err := s.cfg.Store.OutputAt(ctx, id, i)
 		if err != nil {
 			return err
 		}

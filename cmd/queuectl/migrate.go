@@ -75,8 +75,8 @@ func readAllJobs(ctx context.Context, st queue.Store) ([]queue.JobRecord, int, e
 		if err != nil {
 			return nil, 0, err
 		}
-		for _, h := range hist {
-			out, err := st.Output(ctx, j.ID, h.Number)
+		for i, h := range hist {
+			out, err := st.OutputAt(ctx, j.ID, i) // by place: numbers repeat after a retry of a dead job
 			if err != nil {
 				return nil, 0, err
 			}

@@ -4,6 +4,7 @@ package main
 // moving to PostgreSQL, retention, systemd notifications, log rotation.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/queuectl/queuectl/queue/postgres"
 )
 
 // TestE2EBackupWhileWorkersRun copies the database while workers run jobs,
@@ -337,7 +340,10 @@ func TestE2EMigrateToPostgres(t *testing.T) {
 	c := newCLI(t)
 	c.ok("config", "set", "max-retries", "0")
 	c.ok("enqueue", "--id", "ok", "--command", "echo done; echo to stderr >&2")
-	c.ok("enqueue", "--id", "bad", "--command", "echo failing; exit 4")
+	// Each life of "bad" prints its own number: it dies, is retried and
+	// dies again, so its two attempts are both number 1.
+	lives := filepath.Join(c.home, "lives")
+	c.ok("enqueue", "--id", "bad", "--command", "echo x >> "+lives+"; echo failing $(wc -l < "+lives+"); exit 4")
 	c.ok("enqueue", "--id", "gone", "--command", "true", "--run-at", "+1h")
 	c.ok("cancel", "gone")
 	cfg := filepath.Join(c.home, "queue.hcl")
@@ -354,11 +360,15 @@ job "nightly" {
 	waitFor(t, "jobs to finish", 30*time.Second, func() bool {
 		return len(c.list("completed")) == 2 && len(c.list("dead")) == 1
 	})
+	c.ok("dlq", "retry", "bad")
+	waitFor(t, "the retried job to die again", 30*time.Second, func() bool {
+		return len(c.list("dead")) == 1 && len(c.job("bad").History) == 2
+	})
 	c.ok("worker", "stop")
 	c.ok("enqueue", `{"id":"later","command":"echo later $A","env":{"A":"1"},"priority":3}`)
 
 	out := c.ok("migrate", "--to", pg)
-	if !strings.Contains(out, "copied 5 job(s) with 3 attempt(s), 1 setting(s), 2 queue(s) and 1 recurring job(s)") {
+	if !strings.Contains(out, "copied 5 job(s) with 4 attempt(s), 1 setting(s), 2 queue(s) and 1 recurring job(s)") {
 		t.Fatalf("migrate: %q", out)
 	}
 	for _, j := range c.list("") {
@@ -369,6 +379,17 @@ job "nightly" {
 		wantOut, _, wantCode := c.run("output", j.ID)
 		if got, _, code := c.run("--db", pg, "output", j.ID); got != wantOut || code != wantCode {
 			t.Errorf("output of %s differs: %q (exit %d), want %q (exit %d)", j.ID, got, code, wantOut, wantCode)
+		}
+	}
+	// Each life's output went with its own attempt.
+	dst, err := postgres.Open(context.Background(), pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	for i, want := range []string{"failing 1\n", "failing 2\n"} {
+		if a, err := dst.OutputAt(context.Background(), "bad", i); err != nil || string(a.Output) != want {
+			t.Errorf("migrated output of bad's attempt at %d: %+v %v, want %q", i, a, err, want)
 		}
 	}
 	if got := c.ok("--db", pg, "config", "get", "max-retries"); got != "0\n" {

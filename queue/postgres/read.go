@@ -250,6 +250,19 @@ func (s *Store) Output(ctx context.Context, jobID string, number int) (*queue.At
 	return a, nil
 }
 
+// OutputAt implements queue.Store.
+func (s *Store) OutputAt(ctx context.Context, jobID string, i int) (*queue.Attempt, error) {
+	a, err := scanAttempt(s.pool.QueryRow(ctx, `SELECT `+attemptColumns+`, output FROM job_attempts WHERE job_id = $1
+		ORDER BY seq OFFSET $2 LIMIT 1`, jobID, max(i, 0)), true)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, storekit.NoOutputAt(ctx, s.GetJob, jobID, i)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("output: %w", err)
+	}
+	return a, nil
+}
+
 // CountJobs implements queue.Store from job_totals, which the statements
 // that change a job's state keep (countMoves), with a trigger per statement
 // for inserts and deletes (migration 11): a few rows per queue, whatever

@@ -230,6 +230,19 @@ func (s *Store) Output(ctx context.Context, jobID string, number int) (*queue.At
 	return a, nil
 }
 
+// OutputAt implements queue.Store.
+func (s *Store) OutputAt(ctx context.Context, jobID string, i int) (*queue.Attempt, error) {
+	a, err := scanAttempt(s.readDB.QueryRowContext(ctx, `SELECT `+attemptColumns+`, output FROM attempts WHERE job_id = ?
+		ORDER BY rowid LIMIT 1 OFFSET ?`, jobID, max(i, 0)), true)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, storekit.NoOutputAt(ctx, s.GetJob, jobID, i)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("output: %w", describe(err))
+	}
+	return a, nil
+}
+
 // CountJobs implements queue.Store from job_counts, which the write
 // transactions keep (counts.go).
 func (s *Store) CountJobs(ctx context.Context) ([]queue.Count, error) {

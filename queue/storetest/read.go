@@ -123,6 +123,18 @@ func testHistoryThroughRetry(t *testing.T, open Opener) {
 	if out, err := s.Output(ctx(t), "r", 1); err != nil || string(out.Output) != "second life\n" {
 		t.Fatalf("output of attempt 1: %+v %v", out, err)
 	}
+	// By place in the history, each attempt's own output.
+	for i, want := range []string{"first life\n", "second life\n"} {
+		if out, err := s.OutputAt(ctx(t), "r", i); err != nil || string(out.Output) != want || out.Number != 1 {
+			t.Fatalf("output at %d: %+v %v, want attempt 1 with %q", i, out, err, want)
+		}
+	}
+	if _, err := s.OutputAt(ctx(t), "r", 2); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("output past the history: %v, want ErrNotFound", err)
+	}
+	if _, err := s.OutputAt(ctx(t), "nope", 0); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("output of no job: %v, want ErrNotFound", err)
+	}
 	slow, err := s.SlowestAttempts(ctx(t), queue.SlowestParams{Since: t0.Add(-time.Minute), Limit: 5})
 	if err != nil || len(slow) != 2 || slow[0].Duration != 1500*time.Millisecond || slow[1].Duration != time.Second {
 		t.Fatalf("slowest attempts: %+v %v, want both, 1.5s then 1s", slow, err)

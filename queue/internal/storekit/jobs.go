@@ -57,6 +57,15 @@ func NoOutput(ctx context.Context, getJob func(context.Context, string) (*queue.
 	return fmt.Errorf("job %q has no finished attempt yet: %w", id, queue.ErrNotFound)
 }
 
+// NoOutputAt is OutputAt's error when the job's history has no attempt at
+// index i: ErrNotFound for the job, or for the attempt.
+func NoOutputAt(ctx context.Context, getJob func(context.Context, string) (*queue.Job, error), id string, i int) error {
+	if _, err := getJob(ctx, id); err != nil {
+		return err
+	}
+	return fmt.Errorf("job %q has no attempt at index %d of its history: %w", id, i, queue.ErrNotFound)
+}
+
 // HeartbeatError wraps a heartbeat's error (nil stays nil); queue.ErrNotFound
 // from the store means the worker is not registered and names it.
 func HeartbeatError(worker string, err error) error {
