@@ -19,14 +19,28 @@ const ImportChunk = 10_000
 // Commit, leaves nothing.
 type Import interface {
 	// Stage stores a chunk of resolved jobs, hidden. An id already taken,
-	// by a stored job or one staged earlier, fails with ErrDuplicate
-	// naming it; the import should then be aborted.
+	// by a stored job, one staged earlier or one earlier in the chunk,
+	// fails with ErrDuplicate naming it: this call, or, where a chunk is
+	// stored while the caller reads the next (PostgreSQL), the next Stage
+	// or the Commit. The import should then be aborted.
 	Stage(ctx context.Context, jobs []*Job) error
 	// Commit makes every staged job pending, durably, and ends the import.
 	Commit(ctx context.Context) error
 	// Abort drops the staged jobs and ends the import. After Commit it
 	// does nothing.
 	Abort(ctx context.Context) error
+}
+
+// OneTransactionImports is implemented by stores whose Import is one
+// database transaction (PostgreSQL): what it stages is seen by no other
+// session, and Abort, or the importer's death, leaves the database as it
+// was. An importer of such a store needs no first pass over its input to
+// check every job before it stages any: a bad job met while staging aborts
+// the import, with nothing stored. (SQLite's import writes each chunk in a
+// transaction of its own, so a late bad job would cost every earlier
+// chunk's writes and their removal.)
+type OneTransactionImports interface {
+	ImportIsOneTransaction() bool
 }
 
 // Resolver resolves jobs as Enqueue does, against a store's defaults and

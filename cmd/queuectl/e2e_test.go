@@ -45,6 +45,7 @@ func TestMain(m *testing.M) {
 type cli struct {
 	t    *testing.T
 	home string
+	db   string // $QUEUECTL_DB: "" for the home's SQLite file
 }
 
 func newCLI(t *testing.T) *cli {
@@ -59,7 +60,7 @@ func newCLI(t *testing.T) *cli {
 
 func (c *cli) cmd(args ...string) *exec.Cmd {
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), "QUEUECTL_HOME="+c.home, "QUEUECTL_DB=")
+	cmd.Env = append(os.Environ(), "QUEUECTL_HOME="+c.home, "QUEUECTL_DB="+c.db)
 	cmd.Dir = c.home
 	return cmd
 }

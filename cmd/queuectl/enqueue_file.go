@@ -33,17 +33,24 @@ const maxJobLine = 16 << 20
 //     chunks. The new ids go to a temporary file.
 //  3. Commit makes them all pending at once; then the ids are printed.
 //
+// A store whose import is one transaction (queue.OneTransactionImports:
+// PostgreSQL) skips the first pass: a bad line met while staging rolls the
+// transaction back, which leaves the database as it was, and the file is
+// read once, its parsing overlapping the server's work on earlier chunks.
+//
 // An id taken by a stored job or earlier in the file aborts the import, as
 // does an after naming a job neither stored nor earlier in the file. A job
 // whose unique key a job holds (stored, or earlier in the file) is not
 // added: that job's id is printed in its place, with a note.
 func (a *app) enqueueFile(cmd *cobra.Command, path string, now time.Time, ignored map[string]bool) error {
-	src, again, cleanup, err := a.openJobFile(path)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
 	return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+		o, ok := st.(queue.OneTransactionImports)
+		onePass := ok && o.ImportIsOneTransaction()
+		src, again, cleanup, err := a.openJobFile(path, !onePass)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
 		queues, err := queue.QueueOverrides(ctx, st)
 		if err != nil {
 			return err
@@ -53,10 +60,16 @@ func (a *app) enqueueFile(cmd *cobra.Command, path string, now time.Time, ignore
 			return fmt.Errorf("enqueue: %w", err)
 		}
 		prog := a.progress()
-		total := 0
 		wd := workDir(os.Getwd)
+		resolve := func(ignored map[string]bool) func([]byte) (*queue.Job, error) {
+			return func(b []byte) (*queue.Job, error) { return resolveJob(r, b, now, wd, ignored) }
+		}
+		if onePass {
+			return a.importJobs(ctx, st, src, path, resolve(ignored), 0, prog)
+		}
+		check, total := resolve(ignored), 0
 		err = eachJob(src, path, func(where string, b []byte) error {
-			if _, err := resolveJob(r, b, now, wd, ignored); err != nil {
+			if _, err := check(b); err != nil {
 				return usageError{fmt.Errorf("enqueue: %s %s: %w", path, where, err)}
 			}
 			total++
@@ -73,13 +86,14 @@ func (a *app) enqueueFile(cmd *cobra.Command, path string, now time.Time, ignore
 		if err != nil {
 			return fmt.Errorf("enqueue: read %s again: %w", path, err)
 		}
-		return a.importJobs(ctx, st, r, wd, second, path, now, total, prog)
+		return a.importJobs(ctx, st, second, path, resolve(map[string]bool{}), total, prog)
 	})
 }
 
-// importJobs is the second pass: stage, commit, print the ids.
-func (a *app) importJobs(ctx context.Context, st queue.Store, r *queue.Resolver, wd func() (string, error), src io.Reader, path string,
-	now time.Time, total int, prog func(string, int, int)) (err error) {
+// importJobs is the second pass (or the only one): stage, commit, print
+// the ids. total is the number of jobs, 0 when not counted yet.
+func (a *app) importJobs(ctx context.Context, st queue.Store, src io.Reader, path string, resolve func([]byte) (*queue.Job, error),
+	total int, prog func(string, int, int)) (err error) {
 	ids, err := os.CreateTemp("", "queuectl-ids-*")
 	if err != nil {
 		return fmt.Errorf("enqueue: %w", err)
@@ -97,13 +111,16 @@ func (a *app) importJobs(ctx context.Context, st queue.Store, r *queue.Resolver,
 			imp.Abort(context.WithoutCancel(ctx))
 		}
 	}()
-	chunk := make([]*queue.Job, 0, queue.ImportChunk)
-	wheres := make([]string, 0, queue.ImportChunk)
+	// The chunk being read and the one staged before it: a store that
+	// copies a chunk while the next is read reports a taken id in it at
+	// the next Stage or the Commit.
+	cur, prev := newChunk(), newChunk()
 	stored := 0
 	var notes uniqueNotes
 	flush := func() error {
+		chunk, wheres := cur.jobs, cur.wheres
 		if err := imp.Stage(ctx, chunk); err != nil {
-			return chunkError(path, chunk, wheres, err)
+			return chunkError(path, err, cur, prev)
 		}
 		for i, j := range chunk {
 			id := j.ID
@@ -116,28 +133,31 @@ func (a *app) importJobs(ctx context.Context, st queue.Store, r *queue.Resolver,
 		}
 		stored += len(chunk)
 		prog("stored", stored, total)
-		chunk, wheres = chunk[:0], wheres[:0]
+		cur, prev = prev.reset(), cur
 		return nil
 	}
 	err = eachJob(src, path, func(where string, b []byte) error {
-		j, err := resolveJob(r, b, now, wd, map[string]bool{})
-		if err != nil { // the file changed since the first pass
+		j, err := resolve(b)
+		if err != nil { // no first pass, or the file changed since
 			return usageError{fmt.Errorf("enqueue: %s %s: %w", path, where, err)}
 		}
-		chunk, wheres = append(chunk, j), append(wheres, where)
-		if len(chunk) == queue.ImportChunk {
+		cur.jobs, cur.wheres = append(cur.jobs, j), append(cur.wheres, where)
+		if len(cur.jobs) == queue.ImportChunk {
 			return flush()
 		}
 		return nil
 	})
-	if err == nil && len(chunk) > 0 {
+	if err == nil && len(cur.jobs) > 0 {
 		err = flush()
+	}
+	if err == nil && stored == 0 {
+		err = usagef("enqueue: %s holds no jobs", path)
 	}
 	if err != nil {
 		return err
 	}
 	if err := imp.Commit(ctx); err != nil {
-		return fmt.Errorf("enqueue: %w", err)
+		return chunkError(path, err, prev)
 	}
 	prog("", 0, 0)
 	notes.print(a.stderr)
@@ -178,20 +198,46 @@ func (n *uniqueNotes) print(w io.Writer) {
 	}
 }
 
+// chunk is a chunk of jobs with where each came from in the file.
+type chunk struct {
+	jobs   []*queue.Job
+	wheres []string
+}
+
+func newChunk() *chunk {
+	return &chunk{make([]*queue.Job, 0, queue.ImportChunk), make([]string, 0, queue.ImportChunk)}
+}
+
+func (c *chunk) reset() *chunk {
+	c.jobs, c.wheres = c.jobs[:0], c.wheres[:0]
+	return c
+}
+
 // chunkError names the line of the job a failed chunk stumbled on, when
 // the store's error names its id: a taken id, or an after naming no job
-// stored or earlier in the file (both bad input).
-func chunkError(path string, chunk []*queue.Job, wheres []string, err error) error {
-	if errors.Is(err, queue.ErrDuplicate) || errors.Is(err, queue.ErrInvalid) {
-		msg := err.Error()
-		for i, j := range chunk {
-			if !strings.Contains(msg, strconv.Quote(j.ID)) {
+// stored or earlier in the file (both bad input). It looks in the given
+// chunks: for a taken id newest job first (of two jobs with one id, the
+// later is the one that found it taken), for a bad after oldest first
+// (the error names the job, then the job it is after).
+func chunkError(path string, err error, chunks ...*chunk) error {
+	dup := errors.Is(err, queue.ErrDuplicate)
+	if !dup && !errors.Is(err, queue.ErrInvalid) {
+		return fmt.Errorf("enqueue: %w", err)
+	}
+	msg := err.Error()
+	for _, c := range chunks {
+		for k := range c.jobs {
+			i := k
+			if dup {
+				i = len(c.jobs) - 1 - k
+			}
+			if !strings.Contains(msg, strconv.Quote(c.jobs[i].ID)) {
 				continue
 			}
-			if errors.Is(err, queue.ErrDuplicate) {
-				return fmt.Errorf("enqueue: %s %s: %w (stored already, or earlier in the file)", path, wheres[i], err)
+			if dup {
+				return fmt.Errorf("enqueue: %s %s: %w (stored already, or earlier in the file)", path, c.wheres[i], err)
 			}
-			return fmt.Errorf("enqueue: %s %s: %w (neither stored nor earlier in the file)", path, wheres[i], err)
+			return fmt.Errorf("enqueue: %s %s: %w (neither stored nor earlier in the file)", path, c.wheres[i], err)
 		}
 	}
 	return fmt.Errorf("enqueue: %w", err)
@@ -210,42 +256,42 @@ func resolveJob(r *queue.Resolver, b []byte, now time.Time, wd func() (string, e
 	return r.Resolve(one[0])
 }
 
-// openJobFile opens the job file for the first pass and returns how to
-// read it again for the second. Standard input and other files that
-// cannot be read twice (pipes, FIFOs) are copied, as the first pass reads
-// them, to a temporary file only the user can read.
-func (a *app) openJobFile(path string) (first io.Reader, again func() (io.Reader, error), cleanup func(), err error) {
+// openJobFile opens the job file for the first pass and, when twice,
+// returns how to read it again for the second. Standard input and other
+// files that cannot be read twice (pipes, FIFOs) are then copied, as the
+// first pass reads them, to a temporary file only the user can read.
+func (a *app) openJobFile(path string, twice bool) (first io.Reader, again func() (io.Reader, error), cleanup func(), err error) {
 	var f *os.File
 	if path == "-" {
 		f = nil
 	} else if f, err = os.Open(path); err != nil {
 		return nil, nil, nil, usageError{fmt.Errorf("enqueue: %w", err)}
 	}
+	var in io.Reader = a.stdin
+	closeIn := func() {}
+	if f != nil {
+		in, closeIn = f, func() { f.Close() }
+	}
+	if !twice {
+		return in, nil, closeIn, nil
+	}
 	if f != nil {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 			return f, func() (io.Reader, error) {
 				_, err := f.Seek(0, io.SeekStart)
 				return f, err
-			}, func() { f.Close() }, nil
+			}, closeIn, nil
 		}
-	}
-	var in io.Reader = a.stdin
-	if f != nil {
-		in = f
 	}
 	spool, err := os.CreateTemp("", "queuectl-jobs-*")
 	if err != nil {
-		if f != nil {
-			f.Close()
-		}
+		closeIn()
 		return nil, nil, nil, fmt.Errorf("enqueue: %w", err)
 	}
 	cleanup = func() {
 		spool.Close()
 		os.Remove(spool.Name())
-		if f != nil {
-			f.Close()
-		}
+		closeIn()
 	}
 	return io.TeeReader(in, spool), func() (io.Reader, error) {
 		_, err := spool.Seek(0, io.SeekStart)

@@ -31,55 +31,74 @@ func writeJobs(t *testing.T, n int, extra ...string) string {
 }
 
 // A file of several chunks is all or nothing: a bad last line, a
-// duplicate id in a later chunk or a line over the limit store nothing,
-// and each fails with one line naming its line.
+// duplicate id (of a stored job, of a job in an earlier chunk or in the
+// same chunk) or a line over the limit store nothing, and each fails with
+// one line naming its line. On SQLite a first pass checks the file before
+// anything is staged; on PostgreSQL the file is read once and a bad line
+// rolls the import's transaction back, and a taken id is found by the
+// COPY of its chunk, in the background of the next chunk's reading.
 func TestE2EEnqueueFileAllOrNothing(t *testing.T) {
-	c := newCLI(t)
+	var more []string // lines 15002 to 25001 after 15,001 lines
+	for i := range 10_000 {
+		more = append(more, fmt.Sprintf(`{"id":"k%d","command":"true"}`, i))
+	}
 	tests := []struct {
 		name  string
+		n     int // jobs j0… before the extra lines
 		extra []string
 		want  []string
 	}{
-		{"bad last line", []string{`{"command":"true","timeout":"-1s"}`}, []string{"line 25001", "timeout"}},
-		{"duplicate in a later chunk", []string{`{"id":"j3","command":"true"}`}, []string{"line 25001", `"j3"`, "already exists"}},
-		{"after an unknown job", []string{`{"id":"x","command":"true","after":["j3","nope"]}`}, []string{"line 25001", `"x"`, `"nope"`}},
-		{"after a job later in the file", []string{`{"id":"x","command":"true","after":["y"]}`, `{"id":"y","command":"true"}`},
+		{"bad last line", 25_000, []string{`{"command":"true","timeout":"-1s"}`}, []string{"line 25001", "timeout"}},
+		{"duplicate in the last chunk", 25_000, []string{`{"id":"j3","command":"true"}`}, []string{"line 25001", `"j3"`, "already exists"}},
+		{"duplicate in a middle chunk", 15_000, append([]string{`{"id":"j3","command":"true"}`}, more...), []string{"line 15001", `"j3"`, "already exists"}},
+		{"duplicate within a chunk", 25_000, []string{`{"id":"j20001","command":"true"}`}, []string{"line 25001", `"j20001"`, "already exists"}},
+		{"after an unknown job", 25_000, []string{`{"id":"x","command":"true","after":["j3","nope"]}`}, []string{"line 25001", `"x"`, `"nope"`}},
+		{"after a job later in the file", 25_000, []string{`{"id":"x","command":"true","after":["y"]}`, `{"id":"y","command":"true"}`},
 			[]string{"line 25001", `"y"`, "neither stored nor earlier in the file"}},
-		{"line over the limit", []string{`{"command":"` + strings.Repeat("x", 16<<20) + `"}`, `{"command":"true"}`},
+		{"line over the limit", 25_000, []string{`{"command":"` + strings.Repeat("x", 16<<20) + `"}`, `{"command":"true"}`},
 			[]string{"line 25001 is longer than the limit of 16 MiB"}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			stdout, stderr, code := c.run("enqueue", "--file", writeJobs(t, 25_000, tc.extra...))
-			if code != 2 || stdout != "" || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
-				t.Fatalf("exit %d, stdout %d bytes, stderr %q", code, len(stdout), stderr)
+	for _, store := range []string{"sqlite", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			c := newCLI(t)
+			if store == "postgres" {
+				_, c.db = newPGSchema(t)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(stderr, w) {
-					t.Errorf("stderr %q lacks %q", stderr, w)
-				}
+			for _, tc := range tests {
+				t.Run(tc.name, func(t *testing.T) {
+					stdout, stderr, code := c.run("enqueue", "--file", writeJobs(t, tc.n, tc.extra...))
+					if code != 2 || stdout != "" || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+						t.Fatalf("exit %d, stdout %d bytes, stderr %q", code, len(stdout), stderr)
+					}
+					for _, w := range tc.want {
+						if !strings.Contains(stderr, w) {
+							t.Errorf("stderr %q lacks %q", stderr, w)
+						}
+					}
+					if n := len(c.list("")); n != 0 {
+						t.Fatalf("a rejected file stored %d jobs", n)
+					}
+				})
 			}
-			if n := len(c.list("")); n != 0 {
-				t.Fatalf("a rejected file stored %d jobs", n)
+			// The same file without the bad line goes in whole, from
+			// standard input too (on SQLite read twice through a temporary
+			// copy).
+			path := writeJobs(t, 25_000)
+			cmd := c.cmd("enqueue", "--file", "-")
+			in, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer in.Close()
+			cmd.Stdin = in
+			stdout, stderr, code := runProcess(t, cmd)
+			if ids := strings.Fields(stdout); code != 0 || len(ids) != 25_000 || ids[0] != "j0" || ids[24_999] != "j24999" {
+				t.Fatalf("enqueue --file -: exit %d, %d ids, stderr %q", code, len(ids), stderr)
+			}
+			if n := len(c.list("pending")); n != 25_000 {
+				t.Fatalf("%d jobs pending, want 25000", n)
 			}
 		})
-	}
-	// The same file without the bad line goes in whole, from standard
-	// input too (read twice through a temporary copy).
-	path := writeJobs(t, 25_000)
-	cmd := c.cmd("enqueue", "--file", "-")
-	in, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	cmd.Stdin = in
-	stdout, stderr, code := runProcess(t, cmd)
-	if ids := strings.Fields(stdout); code != 0 || len(ids) != 25_000 || ids[0] != "j0" || ids[24_999] != "j24999" {
-		t.Fatalf("enqueue --file -: exit %d, %d ids, stderr %q", code, len(ids), stderr)
-	}
-	if n := len(c.list("pending")); n != 25_000 {
-		t.Fatalf("%d jobs pending, want 25000", n)
 	}
 }
 

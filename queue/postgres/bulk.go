@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/internal/storekit"
 )
@@ -69,6 +71,9 @@ func (s *Store) BeginImport(ctx context.Context) (queue.Import, error) {
 	return &bulkImport{s: s, tx: tx}, nil
 }
 
+// ImportIsOneTransaction implements queue.OneTransactionImports.
+func (s *Store) ImportIsOneTransaction() bool { return true }
+
 // Stage implements queue.Import.
 func (b *bulkImport) Stage(ctx context.Context, jobs []*queue.Job) error {
 	if b.done {
@@ -88,9 +93,6 @@ func (b *bulkImport) Stage(ctx context.Context, jobs []*queue.Job) error {
 		}
 		return nil
 	}
-	if err := checkIDs(ctx, b.tx, jobs); err != nil {
-		return fmt.Errorf("stage jobs: %w", err)
-	}
 	jobs = slices.Clone(jobs) // the caller reuses its slice for the next chunk
 	done := make(chan error, 1)
 	b.copying = done
@@ -103,44 +105,20 @@ var copyColumns = []string{"id", "queue", "command", "priority", "max_retries", 
 	"max_backoff_us", "run_at", "created_at", "updated_at", "env", "dir", "template", "scheduled_at", "fire_key",
 	"labels", "hooks", "unique_key", "error", "state"}
 
-// checkIDs makes sure no id of a chunk is taken before copyJobs stores it.
-// COPY cannot skip or name a row whose id is taken (the first one aborts
-// the transaction), so the ids are checked first, in the same transaction:
-// against each other, and against the table, which holds the chunks staged
-// before. An id another session stores between the check and the COPY
-// still fails the COPY, as a duplicate.
-func checkIDs(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
-	ids := make([]string, len(jobs))
-	seen := make(map[string]bool, len(jobs))
-	for i, j := range jobs {
-		if seen[j.ID] {
-			return fmt.Errorf("%w: %q already exists", queue.ErrDuplicate, j.ID)
-		}
-		seen[j.ID] = true
-		ids[i] = j.ID
-	}
-	rows, err := tx.Query(ctx, `SELECT id FROM jobs WHERE id = ANY($1)`, ids)
-	if err != nil {
-		return err
-	}
-	taken, err := collect(rows, pgx.RowTo[string])
-	if err != nil {
-		return err
-	}
-	if len(taken) > 0 {
-		return fmt.Errorf("%w: %q already exists", queue.ErrDuplicate, firstOf(ids, taken))
-	}
-	return nil
-}
-
 // copyJobs stores plain jobs with COPY, the fastest way into a table, and
-// counts them.
+// counts them. An id taken by a stored job, one staged before or one
+// earlier in the chunk fails the COPY, which aborts the transaction; the
+// error names the id as the server's message does (no query checks the
+// ids first: that cost a tenth of the import).
 func copyJobs(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"jobs"}, copyColumns, pgx.CopyFromSlice(len(jobs), func(i int) ([]any, error) {
 		return insertArgs(jobs[i], ""), nil
 	}))
-	if isUnique(err) {
-		return fmt.Errorf("%w: an id of the chunk was stored meanwhile: %w", queue.ErrDuplicate, err)
+	if id, ok := takenID(err); ok {
+		return fmt.Errorf("%w: %q already exists", queue.ErrDuplicate, id)
+	}
+	if isUnique(err) { // a server whose messages are in another language
+		return fmt.Errorf("%w: an id of the chunk is taken: %w", queue.ErrDuplicate, err)
 	}
 	if err != nil {
 		return err
@@ -151,18 +129,18 @@ func copyJobs(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
 	return nil
 }
 
-// firstOf returns the first of ids (in their order) that is in some.
-func firstOf(ids, some []string) string {
-	in := make(map[string]bool, len(some))
-	for _, id := range some {
-		in[id] = true
+// takenID is the job id a unique violation of jobs_pkey names in its
+// detail, "Key (id)=(ID) already exists.".
+func takenID(err error) (string, bool) {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "23505" || pe.ConstraintName != "jobs_pkey" {
+		return "", false
 	}
-	for _, id := range ids {
-		if in[id] {
-			return id
-		}
+	id, ok := strings.CutPrefix(pe.Detail, "Key (id)=(")
+	if !ok {
+		return "", false
 	}
-	return some[0]
+	return strings.CutSuffix(id, ") already exists.")
 }
 
 // stageShaped inserts jobs one at a time, each seeing those before it, and

@@ -117,32 +117,37 @@ func testImportAbort(t *testing.T, open Opener) {
 	checkVisible(t, s, 100, "")
 }
 
-// An id taken by a stored job, or by a job staged earlier in the same
-// import, fails the chunk with ErrDuplicate naming it; aborting then
-// leaves the store as it was.
+// An id taken by a stored job, by a job staged earlier in the same
+// import or by one earlier in the chunk fails with ErrDuplicate naming it
+// (at that Stage, or at the Commit after it where the chunk is stored in
+// the background); aborting then leaves the store as it was.
 func testImportDuplicate(t *testing.T, open Opener) {
 	s := open(t)
 	insert(t, s, job(t, "taken", nil))
-	imp := begin(t, s)
-	stage(t, imp, chunkOf(t, "a", 10))
-	err := imp.Stage(ctx(t), []*queue.Job{job(t, "fresh", nil), job(t, "taken", nil)})
-	if !errors.Is(err, queue.ErrDuplicate) || !containsQuoted(err, "taken") {
-		t.Fatalf("stage a taken id: want ErrDuplicate naming it, got %v", err)
+	tests := []struct {
+		name  string
+		chunk []*queue.Job
+		id    string
+	}{
+		{"a stored job's id", []*queue.Job{job(t, "fresh", nil), job(t, "taken", nil)}, "taken"},
+		{"an id staged before", chunkOf(t, "a", 1), "a0"},
+		{"an id twice in the chunk", []*queue.Job{job(t, "twice", nil), job(t, "fresh", nil), job(t, "twice", nil)}, "twice"},
 	}
-	if err := imp.Abort(ctx(t)); err != nil {
-		t.Fatalf("abort: %v", err)
+	for _, tc := range tests {
+		imp := begin(t, s)
+		stage(t, imp, chunkOf(t, "a", 10))
+		err := imp.Stage(ctx(t), tc.chunk)
+		if err == nil {
+			err = imp.Commit(ctx(t))
+		}
+		if !errors.Is(err, queue.ErrDuplicate) || !containsQuoted(err, tc.id) {
+			t.Fatalf("%s: want ErrDuplicate naming %q, got %v", tc.name, tc.id, err)
+		}
+		if err := imp.Abort(ctx(t)); err != nil {
+			t.Fatalf("%s: abort: %v", tc.name, err)
+		}
+		checkVisible(t, s, 1, "a1")
 	}
-	checkVisible(t, s, 1, "a1")
-
-	imp = begin(t, s)
-	stage(t, imp, chunkOf(t, "a", 10))
-	if err := imp.Stage(ctx(t), chunkOf(t, "a", 1)); !errors.Is(err, queue.ErrDuplicate) {
-		t.Fatalf("stage an id staged before: want ErrDuplicate, got %v", err)
-	}
-	if err := imp.Abort(ctx(t)); err != nil {
-		t.Fatalf("abort: %v", err)
-	}
-	checkVisible(t, s, 1, "a0")
 }
 
 // Between chunks an open import holds no lock that other writers need:
