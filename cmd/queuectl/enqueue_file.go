@@ -208,7 +208,11 @@ func newChunk() *chunk {
 	return &chunk{make([]*queue.Job, 0, queue.ImportChunk), make([]string, 0, queue.ImportChunk)}
 }
 
+// reset empties c for the next chunk, dropping its jobs: the slice's
+// array would otherwise keep them from the garbage collector until
+// overwritten, a third chunk in memory.
 func (c *chunk) reset() *chunk {
+	clear(c.jobs)
 	c.jobs, c.wheres = c.jobs[:0], c.wheres[:0]
 	return c
 }
