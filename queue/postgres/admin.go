@@ -207,7 +207,36 @@ func (c cancelTx) RequestCancel(ctx context.Context, id string, now time.Time) e
 // The states are finished ones (DeletableStates); saying so in the text as
 // well lets the planner use jobs_finished_updated, whose predicate it is,
 // in a generic plan too.
-const deleteMatch = `SELECT id FROM jobs WHERE state IN ('completed', 'dead', 'cancelled') AND state = ANY($2) AND updated_at < $1`
+const (
+	deleteCond  = `state IN ('completed', 'dead', 'cancelled') AND state = ANY($2) AND updated_at < $1`
+	deleteMatch = `SELECT id FROM jobs WHERE ` + deleteCond
+)
+
+// lockInIDOrder is a statement that locks the jobs of the ids in
+// parameter ids that still meet cond, in id order: the order lockJobs
+// takes for retries and discards. Statements that lock several jobs' rows
+// in the order they happen to find them (retention by age, pruning by end
+// time) can each hold a row another waits for, and PostgreSQL then aborts
+// one of them; so those find their jobs' ids first, unlocked, and lock
+// them with this. A row another transaction changed meanwhile is locked
+// only if it still meets cond. (Locking through "id IN (the finding
+// query)" instead lets the planner join every job that meets cond to a
+// batch of a few hundred.)
+func lockInIDOrder(ids, cond string) string {
+	return `SELECT id FROM jobs WHERE id = ANY(` + ids + `) AND ` + cond + ` ORDER BY id FOR UPDATE`
+}
+
+// idsOf runs match, a query of job ids, with at most limit rows (0: all).
+func idsOf(ctx context.Context, q conn, match string, limit int, args ...any) ([]string, error) {
+	if limit > 0 {
+		match += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	rows, err := q.Query(ctx, match, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
 
 // DeleteJobs implements queue.Store. History goes with its job (ON DELETE
 // CASCADE), and out of the run-time histograms: the jobs are locked first,
@@ -221,7 +250,7 @@ func (s *Store) DeleteJobs(ctx context.Context, p queue.DeleteParams) (int, erro
 	if p.DryRun {
 		n, err = s.batch(ctx, deleteMatch, "", p.Limit, true, p.Before, stateStrings(states))
 	} else {
-		n, err = s.deleteJobs(ctx, deleteMatch, p.Limit, p.Before, stateStrings(states))
+		n, err = s.deleteJobs(ctx, p.Limit, p.Before, stateStrings(states))
 	}
 	if err != nil {
 		return 0, fmt.Errorf("delete jobs: %w", err)
@@ -229,20 +258,21 @@ func (s *Store) DeleteJobs(ctx context.Context, p queue.DeleteParams) (int, erro
 	return n, nil
 }
 
-// deleteJobs deletes at most limit (0: all) of the jobs match selects, in
-// one transaction, and takes their attempts out of the run-time histograms.
-func (s *Store) deleteJobs(ctx context.Context, match string, limit int, args ...any) (int, error) {
-	if limit > 0 {
-		match += fmt.Sprintf(" LIMIT %d", limit)
-	}
+// deleteJobs deletes at most limit (0: all) of the jobs deleteMatch
+// selects, in one transaction, and takes their attempts out of the
+// run-time histograms.
+func (s *Store) deleteJobs(ctx context.Context, limit int, args ...any) (int, error) {
 	var n int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, match+` FOR UPDATE`, args...)
+		ids, err := idsOf(ctx, tx, deleteMatch, limit, args...)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		rows, err := tx.Query(ctx, lockInIDOrder("$3", deleteCond), append(args, ids)...)
 		if err != nil {
 			return err
 		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil || len(ids) == 0 {
+		if ids, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil || len(ids) == 0 {
 			return err
 		}
 		if err := forgetAttempts(ctx, tx, ids); err != nil {
@@ -312,14 +342,19 @@ const pruneChange = `UPDATE attempts a SET dropped = a.dropped + length(a.output
 	FROM (%s) m WHERE a.job_id = m.job_id AND a.seq = m.seq AND a.output IS NOT NULL`
 
 // pruneFinalMatch and pruneFinalChange do the same for the final attempts
-// kept on finished jobs' rows, through jobs_output_finished (migration 21);
-// the update checks the row again too, which a concurrent prune may have
-// emptied, or a retry and a new run may have given a newer attempt.
+// kept on finished jobs' rows, through jobs_output_finished (migration 21).
+// The update takes the ids pruneFinalMatch found ($2) and locks their rows
+// in id order first (lockInIDOrder: a retry of a dead job or retention may
+// hold some of them), checking each again as it is locked: a concurrent
+// prune may have emptied one, or a retry and a new run may have given it
+// a newer attempt.
 const (
-	pruneFinalMatch  = `SELECT id FROM jobs WHERE finished_at < $1 AND last_output IS NOT NULL`
-	pruneFinalChange = `UPDATE jobs j SET last_dropped = coalesce(j.last_dropped, 0) + length(j.last_output), last_output = NULL
-	FROM (%s) m WHERE j.id = m.id AND j.last_output IS NOT NULL AND j.finished_at < $1`
+	pruneFinalCond  = `finished_at < $1 AND last_output IS NOT NULL`
+	pruneFinalMatch = `SELECT id FROM jobs WHERE ` + pruneFinalCond
 )
+
+var pruneFinalChange = `UPDATE jobs j SET last_dropped = coalesce(j.last_dropped, 0) + length(j.last_output), last_output = NULL
+	FROM (` + lockInIDOrder("$2", pruneFinalCond) + `) m WHERE j.id = m.id AND j.last_output IS NOT NULL AND j.finished_at < $1`
 
 // PruneOutput implements queue.Store: the attempts first, then the final
 // attempts on the jobs' rows, at most p.Limit (0: all) in all. When the
@@ -332,11 +367,25 @@ func (s *Store) PruneOutput(ctx context.Context, p queue.PruneOutputParams) (int
 	if p.Limit > 0 && n >= p.Limit {
 		return n, nil
 	}
-	m, err := s.batch(ctx, pruneFinalMatch, pruneFinalChange, max(p.Limit-n, 0), p.DryRun, p.Before)
+	m, err := s.pruneFinal(ctx, max(p.Limit-n, 0), p.DryRun, p.Before)
 	if err != nil {
 		return n, fmt.Errorf("prune output: %w", err)
 	}
 	return n + m, nil
+}
+
+// pruneFinal empties the output of at most limit (0: all) final attempts
+// kept on job rows that ended before before, or only counts them.
+func (s *Store) pruneFinal(ctx context.Context, limit int, dryRun bool, before time.Time) (int, error) {
+	if dryRun {
+		return s.batch(ctx, pruneFinalMatch, "", limit, true, before)
+	}
+	ids, err := idsOf(ctx, s.pool, pruneFinalMatch, limit, before)
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	tag, err := s.pool.Exec(ctx, pruneFinalChange, before, ids)
+	return int(tag.RowsAffected()), err
 }
 
 // batch runs change (a statement with %s for the rows) on at most limit

@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/postgres"
 )
 
 // Output pruning checks each row again as its update finds it: a prune
@@ -24,25 +26,8 @@ func TestPruneOutputRechecksRows(t *testing.T) {
 	if _, err := s.FinishJobs(ctx, []queue.Finish{queue.RetryPolicy{}.Decide(j, "w", end, now)}); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := connect(t, u).Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM jobs WHERE id = 'p' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
-	type result struct {
-		n   int
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		n, err := s.PruneOutput(ctx, queue.PruneOutputParams{Before: now.Add(time.Hour)})
-		done <- result{n, err}
-	}()
-	waitFor(t, "the prune waiting for the job's row", 10*time.Second, func() bool {
-		return adminQueryInt(t, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, schema) == 1
+	tx, done := whileHeld(t, schema, u, "p", func() (int, error) {
+		return s.PruneOutput(ctx, queue.PruneOutputParams{Before: now.Add(time.Hour)})
 	})
 	// What a concurrent prune would have done.
 	if _, err := tx.Exec(ctx, `UPDATE jobs SET last_dropped = 5, last_output = NULL WHERE id = 'p'`); err != nil {
@@ -59,4 +44,85 @@ func TestPruneOutputRechecksRows(t *testing.T) {
 	if err != nil || len(hist) != 1 || hist[0].Dropped != 5 {
 		t.Fatalf("history: %+v %v, want one attempt with 5 bytes dropped", hist, err)
 	}
+}
+
+// Output pruning and retention lock the jobs they change in id order, as
+// retries and discards do (lockJobs), so that none of them deadlocks
+// another. Jobs b and a ended in that order, so pruning and retention
+// find b first; a transaction standing in for a retry of both holds a,
+// lets the statement wait for it, then takes b. Had the statement locked b
+// as it found it, the two would wait for each other and PostgreSQL would
+// abort one of them.
+func TestPruneAndRetentionLockJobsInIDOrder(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		run  func(ctx context.Context, s *postgres.Store, before time.Time) (int, error)
+	}{
+		{"prune output", func(ctx context.Context, s *postgres.Store, before time.Time) (int, error) {
+			return s.PruneOutput(ctx, queue.PruneOutputParams{Before: before})
+		}},
+		{"retention", func(ctx context.Context, s *postgres.Store, before time.Time) (int, error) {
+			return s.DeleteJobs(ctx, queue.DeleteParams{Before: before})
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			schema, u := newSchema(t)
+			s := open(t, u)
+			ctx := tctx(t)
+			now := time.Now().UTC()
+			code := 0
+			for i, j := range insertAndClaim(t, s, "w", now, "b", "a") {
+				at := now.Add(time.Duration(i) * time.Second)
+				end := queue.End{Outcome: queue.OutcomeSucceeded, ExitCode: &code, Started: at, Finished: at, Output: []byte("out")}
+				if _, err := s.FinishJobs(ctx, []queue.Finish{queue.RetryPolicy{}.Decide(j, "w", end, at)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tx, done := whileHeld(t, schema, u, "a", func() (int, error) { return c.run(ctx, s, now.Add(time.Hour)) })
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM jobs WHERE id = 'b' FOR UPDATE`); err != nil {
+				t.Fatalf("lock job b while the statement waits for a: %v", err)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if r := <-done; r.err != nil || r.n != 2 {
+				t.Fatalf("%s: %d %v, want both jobs", c.name, r.n, r.err)
+			}
+		})
+	}
+}
+
+// result is what a statement run by whileHeld returned.
+type result struct {
+	n   int
+	err error
+}
+
+// whileHeld begins a transaction that locks job id's row (failing a lock
+// wait of its own after 10 s), starts run, which must come to wait for
+// that row, and returns once it does: the transaction, and where run's
+// result will come. The test's cleanup rolls the transaction back.
+func whileHeld(t *testing.T, schema, u, id string, run func() (int, error)) (pgx.Tx, <-chan result) {
+	t.Helper()
+	ctx := tctx(t)
+	tx, err := connect(t, u).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '10s'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE`, id); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := run()
+		done <- result{n, err}
+	}()
+	waitFor(t, "the statement waiting for job "+id+"'s row", 10*time.Second, func() bool {
+		return adminQueryInt(t, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, schema) == 1
+	})
+	return tx, done
 }
