@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -22,7 +23,8 @@ type Import interface {
 	// by a stored job, one staged earlier or one earlier in the chunk,
 	// fails with ErrDuplicate naming it: this call, or, where a chunk is
 	// stored while the caller reads the next (PostgreSQL), the next Stage
-	// or the Commit. The import should then be aborted.
+	// or the Commit, whose error then wraps ErrEarlierChunk too. The import
+	// should then be aborted.
 	Stage(ctx context.Context, jobs []*Job) error
 	// Commit makes every staged job pending, durably, and ends the import.
 	Commit(ctx context.Context) error
@@ -30,6 +32,11 @@ type Import interface {
 	// does nothing.
 	Abort(ctx context.Context) error
 }
+
+// ErrEarlierChunk marks an error of Stage or Commit that is about the
+// chunk staged before, not the one in hand: an import that stores a chunk
+// while its caller reads the next reports that chunk's failure then.
+var ErrEarlierChunk = errors.New("the chunk staged before")
 
 // OneTransactionImports is implemented by stores whose Import is one
 // database transaction (PostgreSQL): what it stages is seen by no other

@@ -34,9 +34,11 @@ const maxJobLine = 16 << 20
 //  3. Commit makes them all pending at once; then the ids are printed.
 //
 // A store whose import is one transaction (queue.OneTransactionImports:
-// PostgreSQL) skips the first pass: a bad line met while staging rolls the
-// transaction back, which leaves the database as it was, and the file is
-// read once, its parsing overlapping the server's work on earlier chunks.
+// PostgreSQL) skips the first pass over a regular file: a bad line met
+// while staging rolls the transaction back, which leaves the database as
+// it was, and the file is read once, its parsing overlapping the server's
+// work on earlier chunks. Standard input and pipes still get both passes
+// (see openJobFile).
 //
 // An id taken by a stored job or earlier in the file aborts the import, as
 // does an after naming a job neither stored nor earlier in the file. A job
@@ -45,8 +47,7 @@ const maxJobLine = 16 << 20
 func (a *app) enqueueFile(cmd *cobra.Command, path string, now time.Time, ignored map[string]bool) error {
 	return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 		o, ok := st.(queue.OneTransactionImports)
-		onePass := ok && o.ImportIsOneTransaction()
-		src, again, cleanup, err := a.openJobFile(path, !onePass)
+		src, again, cleanup, err := a.openJobFile(path, ok && o.ImportIsOneTransaction())
 		if err != nil {
 			return err
 		}
@@ -64,7 +65,7 @@ func (a *app) enqueueFile(cmd *cobra.Command, path string, now time.Time, ignore
 		resolve := func(ignored map[string]bool) func([]byte) (*queue.Job, error) {
 			return func(b []byte) (*queue.Job, error) { return resolveJob(r, b, now, wd, ignored) }
 		}
-		if onePass {
+		if again == nil { // read once
 			return a.importJobs(ctx, st, src, path, resolve(ignored), 0, prog)
 		}
 		check, total := resolve(ignored), 0
@@ -113,14 +114,17 @@ func (a *app) importJobs(ctx context.Context, st queue.Store, src io.Reader, pat
 	}()
 	// The chunk being read and the one staged before it: a store that
 	// copies a chunk while the next is read reports a taken id in it at
-	// the next Stage or the Commit.
+	// the next Stage or the Commit (queue.ErrEarlierChunk).
 	cur, prev := newChunk(), newChunk()
 	stored := 0
 	var notes uniqueNotes
 	flush := func() error {
 		chunk, wheres := cur.jobs, cur.wheres
 		if err := imp.Stage(ctx, chunk); err != nil {
-			return chunkError(path, err, cur, prev)
+			if errors.Is(err, queue.ErrEarlierChunk) {
+				return chunkError(path, err, prev)
+			}
+			return chunkError(path, err, cur)
 		}
 		for i, j := range chunk {
 			id := j.ID
@@ -217,32 +221,30 @@ func (c *chunk) reset() *chunk {
 	return c
 }
 
-// chunkError names the line of the job a failed chunk stumbled on, when
+// chunkError names the line of the job a failed chunk c stumbled on, when
 // the store's error names its id: a taken id, or an after naming no job
-// stored or earlier in the file (both bad input). It looks in the given
-// chunks: for a taken id newest job first (of two jobs with one id, the
-// later is the one that found it taken), for a bad after oldest first
-// (the error names the job, then the job it is after).
-func chunkError(path string, err error, chunks ...*chunk) error {
+// stored or earlier in the file (both bad input). For a taken id it looks
+// from the chunk's newest job (of two jobs with one id, the later is the
+// one that found it taken), for a bad after from its oldest (the error
+// names the job, then the job it is after).
+func chunkError(path string, err error, c *chunk) error {
 	dup := errors.Is(err, queue.ErrDuplicate)
 	if !dup && !errors.Is(err, queue.ErrInvalid) {
 		return fmt.Errorf("enqueue: %w", err)
 	}
 	msg := err.Error()
-	for _, c := range chunks {
-		for k := range c.jobs {
-			i := k
-			if dup {
-				i = len(c.jobs) - 1 - k
-			}
-			if !strings.Contains(msg, strconv.Quote(c.jobs[i].ID)) {
-				continue
-			}
-			if dup {
-				return fmt.Errorf("enqueue: %s %s: %w (stored already, or earlier in the file)", path, c.wheres[i], err)
-			}
-			return fmt.Errorf("enqueue: %s %s: %w (neither stored nor earlier in the file)", path, c.wheres[i], err)
+	for k := range c.jobs {
+		i := k
+		if dup {
+			i = len(c.jobs) - 1 - k
 		}
+		if !strings.Contains(msg, strconv.Quote(c.jobs[i].ID)) {
+			continue
+		}
+		if dup {
+			return fmt.Errorf("enqueue: %s %s: %w (stored already, or earlier in the file)", path, c.wheres[i], err)
+		}
+		return fmt.Errorf("enqueue: %s %s: %w (neither stored nor earlier in the file)", path, c.wheres[i], err)
 	}
 	return fmt.Errorf("enqueue: %w", err)
 }
@@ -260,11 +262,14 @@ func resolveJob(r *queue.Resolver, b []byte, now time.Time, wd func() (string, e
 	return r.Resolve(one[0])
 }
 
-// openJobFile opens the job file for the first pass and, when twice,
-// returns how to read it again for the second. Standard input and other
-// files that cannot be read twice (pipes, FIFOs) are then copied, as the
-// first pass reads them, to a temporary file only the user can read.
-func (a *app) openJobFile(path string, twice bool) (first io.Reader, again func() (io.Reader, error), cleanup func(), err error) {
+// openJobFile opens the job file for the first pass and returns how to
+// read it again for the second: nil when once is allowed and the file is a
+// regular one, which is then read once. Standard input and other files
+// that cannot be read twice (pipes, FIFOs) are copied, as the first pass
+// reads them, to a temporary file only the user can read: even an import
+// that is one transaction reads them twice, so that a slow writer does not
+// hold its transaction open (and the database's vacuum back).
+func (a *app) openJobFile(path string, once bool) (first io.Reader, again func() (io.Reader, error), cleanup func(), err error) {
 	var f *os.File
 	if path == "-" {
 		f = nil
@@ -275,12 +280,10 @@ func (a *app) openJobFile(path string, twice bool) (first io.Reader, again func(
 	closeIn := func() {}
 	if f != nil {
 		in, closeIn = f, func() { f.Close() }
-	}
-	if !twice {
-		return in, nil, closeIn, nil
-	}
-	if f != nil {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			if once {
+				return f, nil, closeIn, nil
+			}
 			return f, func() (io.Reader, error) {
 				_, err := f.Seek(0, io.SeekStart)
 				return f, err

@@ -51,6 +51,10 @@ func TestE2EEnqueueFileAllOrNothing(t *testing.T) {
 		{"bad last line", 25_000, []string{`{"command":"true","timeout":"-1s"}`}, []string{"line 25001", "timeout"}},
 		{"duplicate in the last chunk", 25_000, []string{`{"id":"j3","command":"true"}`}, []string{"line 25001", `"j3"`, "already exists"}},
 		{"duplicate in a middle chunk", 15_000, append([]string{`{"id":"j3","command":"true"}`}, more...), []string{"line 15001", `"j3"`, "already exists"}},
+		// The first of two: the next chunk, where the second is, is in hand
+		// when PostgreSQL reports the copy of the first's.
+		{"duplicate in a middle chunk and the next", 15_000, append(append([]string{`{"id":"j3","command":"true"}`}, more...), `{"id":"j3","command":"true"}`),
+			[]string{"line 15001", `"j3"`, "already exists"}},
 		{"duplicate within a chunk", 25_000, []string{`{"id":"j20001","command":"true"}`}, []string{"line 25001", `"j20001"`, "already exists"}},
 		{"after an unknown job", 25_000, []string{`{"id":"x","command":"true","after":["j3","nope"]}`}, []string{"line 25001", `"x"`, `"nope"`}},
 		{"after a job later in the file", 25_000, []string{`{"id":"x","command":"true","after":["y"]}`, `{"id":"y","command":"true"}`},
@@ -138,5 +142,46 @@ func TestE2EEnqueueFileAfterAndUniqueKey(t *testing.T) {
 	b := c.waitState("b", "completed", 30*time.Second)
 	if a := c.job("a"); b.StartedAt == nil || a.History[0].FinishedAt.After(*b.StartedAt) {
 		t.Fatalf("b started at %v, before a finished at %v", b.StartedAt, a.History[0].FinishedAt)
+	}
+}
+
+// A file read from a pipe is read whole (and copied aside) before the
+// import's transaction begins, on PostgreSQL too: a slow writer must not
+// hold a transaction open, which would hold a pool connection and the
+// database's vacuum back for as long as it writes.
+func TestE2EEnqueueFileFromAPipeHoldsNoTransaction(t *testing.T) {
+	c := newCLI(t)
+	schema, db := newPGSchema(t)
+	c.db = db
+	c.ok("migrate")
+	cmd := c.cmd("enqueue", "--file", "-")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// 15,000 lines: more than a pipe holds, so once written the process
+	// has read well past the first chunk of 10,000.
+	var lines strings.Builder
+	for i := range 15_000 {
+		fmt.Fprintf(&lines, `{"id":"p%d","command":"true"}`+"\n", i)
+	}
+	if _, err := in.Write([]byte(lines.String())); err != nil {
+		t.Fatal(err)
+	}
+	n, err := pgTestQueryInt(pgBaseURL(t), `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND xact_start IS NOT NULL`, schema)
+	if err != nil || n != 0 {
+		t.Errorf("sessions in a transaction while the input is still being written: %d %v, want none", n, err)
+	}
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("enqueue --file -: %v: %s", err, errb.String())
+	}
+	if ids := strings.Fields(out.String()); len(ids) != 15_000 || ids[14_999] != "p14999" {
+		t.Fatalf("enqueue --file -: %d ids", len(ids))
 	}
 }

@@ -85,7 +85,7 @@ func (b *bulkImport) Stage(ctx context.Context, jobs []*queue.Job) error {
 		plain = plain && storekit.Plain(j)
 	}
 	if err := b.wait(); err != nil {
-		return fmt.Errorf("stage jobs: an earlier chunk: %w", err)
+		return fmt.Errorf("stage jobs: %w: %w", queue.ErrEarlierChunk, err)
 	}
 	if !plain {
 		if err := b.stageShaped(ctx, jobs); err != nil {
@@ -130,17 +130,20 @@ func copyJobs(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
 }
 
 // takenID is the job id a unique violation of jobs_pkey names in its
-// detail, "Key (id)=(ID) already exists.".
+// detail: "Key (id)=(ID) already exists." in English, the same key
+// between other words in the server's other languages (lc_messages), so
+// the id is what lies between "(id)=(" and the detail's last ")".
 func takenID(err error) (string, bool) {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "23505" || pe.ConstraintName != "jobs_pkey" {
 		return "", false
 	}
-	id, ok := strings.CutPrefix(pe.Detail, "Key (id)=(")
-	if !ok {
+	_, rest, ok := strings.Cut(pe.Detail, "(id)=(")
+	end := strings.LastIndexByte(rest, ')')
+	if !ok || end < 0 {
 		return "", false
 	}
-	return strings.CutSuffix(id, ") already exists.")
+	return rest[:end], true
 }
 
 // stageShaped inserts jobs one at a time, each seeing those before it, and
@@ -214,7 +217,7 @@ func (b *bulkImport) Commit(ctx context.Context) error {
 	b.done = true
 	if err := b.wait(); err != nil {
 		b.tx.Rollback(context.WithoutCancel(ctx))
-		return fmt.Errorf("commit import: the last chunk: %w", err)
+		return fmt.Errorf("commit import: %w: %w", queue.ErrEarlierChunk, err)
 	}
 	if err := b.settleWaiting(ctx); err != nil {
 		b.tx.Rollback(context.WithoutCancel(ctx))

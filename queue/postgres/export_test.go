@@ -45,6 +45,9 @@ var (
 	CountImportedSQL = countImported
 )
 
+// TakenID is takenID, for its test.
+var TakenID = takenID
+
 // ListSQL is the statement ListJobs runs for p (without a cursor) and its
 // parameters, for the plan test.
 func ListSQL(p queue.ListParams) (string, []any) { return listQuery(p, nil) }
