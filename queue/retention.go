@@ -129,15 +129,17 @@ func (p *Pruner) PruneOnce(ctx context.Context) (Pruned, error) {
 	return res, nil
 }
 
-// batches calls one until it changes fewer rows than a batch, and returns
-// the total. Each call is its own transaction: between them other writers
-// get the lock.
+// batches calls one until it changes nothing, and returns the total. Each
+// call is its own transaction: between them other writers get the lock.
+// A batch short of p.cfg.Batch does not mean the last: a row found but
+// changed before it was locked (a job retried, output another pruner
+// emptied) is left out of its batch, not replaced.
 func (p *Pruner) batches(ctx context.Context, one func() (int, error)) (int, error) {
 	total := 0
 	for ctx.Err() == nil {
 		n, err := one()
 		total += n
-		if err != nil || n < p.cfg.Batch {
+		if err != nil || n == 0 {
 			return total, err
 		}
 	}

@@ -336,10 +336,15 @@ const pruneMatch = `SELECT job_id, seq FROM attempts WHERE finished_at < $1 AND 
 // pruneChange empties the attempts pruneMatch finds, each found by its
 // key (job_id, seq: migration 18). A join, not "(job_id, seq) IN": the
 // planner expects a few rows from a row-valued IN and reads every attempt
-// to match them. The row is checked again as the update finds it, since a
-// concurrent prune (each service runs its own) may have emptied it first.
+// to match them. The rows are locked in key order first, the order in
+// which deleting their jobs (retention, discards: jobs in id order, each
+// job's attempts by the foreign key's cascade) takes them, so that the two
+// cannot deadlock. The row is checked again as the update finds it, since
+// a concurrent prune (each service runs its own) may have emptied it first.
 const pruneChange = `UPDATE attempts a SET dropped = a.dropped + length(a.output), output = NULL
-	FROM (%s) m WHERE a.job_id = m.job_id AND a.seq = m.seq AND a.output IS NOT NULL`
+	FROM (SELECT l.job_id, l.seq FROM attempts l JOIN (%s) f ON l.job_id = f.job_id AND l.seq = f.seq
+		ORDER BY l.job_id, l.seq FOR UPDATE OF l) m
+	WHERE a.job_id = m.job_id AND a.seq = m.seq AND a.output IS NOT NULL`
 
 // pruneFinalMatch and pruneFinalChange do the same for the final attempts
 // kept on finished jobs' rows, through jobs_output_finished (migration 21).

@@ -70,14 +70,7 @@ func TestPruneAndRetentionLockJobsInIDOrder(t *testing.T) {
 			s := open(t, u)
 			ctx := tctx(t)
 			now := time.Now().UTC()
-			code := 0
-			for i, j := range insertAndClaim(t, s, "w", now, "b", "a") {
-				at := now.Add(time.Duration(i) * time.Second)
-				end := queue.End{Outcome: queue.OutcomeSucceeded, ExitCode: &code, Started: at, Finished: at, Output: []byte("out")}
-				if _, err := s.FinishJobs(ctx, []queue.Finish{queue.RetryPolicy{}.Decide(j, "w", end, at)}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			endBThenA(t, s, now, queue.OutcomeSucceeded, queue.StateCompleted)
 			tx, done := whileHeld(t, schema, u, "a", func() (int, error) { return c.run(ctx, s, now.Add(time.Hour)) })
 			if _, err := tx.Exec(ctx, `SELECT 1 FROM jobs WHERE id = 'b' FOR UPDATE`); err != nil {
 				t.Fatalf("lock job b while the statement waits for a: %v", err)
@@ -89,6 +82,52 @@ func TestPruneAndRetentionLockJobsInIDOrder(t *testing.T) {
 				t.Fatalf("%s: %d %v, want both jobs", c.name, r.n, r.err)
 			}
 		})
+	}
+}
+
+// Pruning the output of attempts that led to retries (rows of attempts)
+// locks them in key order, the order in which deleting their jobs takes
+// them (jobs in id order, each job's attempts by the foreign key's
+// cascade). As above: b's attempt ended first, a transaction holds a's
+// and, once the prune waits for it, takes b's.
+func TestPruneOutputLocksAttemptsInKeyOrder(t *testing.T) {
+	schema, u := newSchema(t)
+	s := open(t, u)
+	ctx := tctx(t)
+	now := time.Now().UTC()
+	endBThenA(t, s, now, queue.OutcomeFailed, queue.StateFailed) // to be retried: the attempts stay in attempts
+	tx, done := whileLocked(t, schema, u, `SELECT 1 FROM attempts WHERE job_id = $1 FOR UPDATE`, "a", func() (int, error) {
+		return s.PruneOutput(ctx, queue.PruneOutputParams{Before: now.Add(time.Hour)})
+	})
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM attempts WHERE job_id = 'b' FOR UPDATE`); err != nil {
+		t.Fatalf("lock b's attempt while the prune waits for a's: %v", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.err != nil || r.n != 2 {
+		t.Fatalf("prune: %d %v, want both attempts", r.n, r.err)
+	}
+}
+
+// endBThenA inserts jobs b and a and ends an attempt of each, with output,
+// b's a second before a's, leaving each in state want.
+func endBThenA(t *testing.T, s *postgres.Store, now time.Time, outcome queue.Outcome, want queue.State) {
+	t.Helper()
+	code := 0
+	for i, j := range insertAndClaim(t, s, "w", now, "b", "a") {
+		at := now.Add(time.Duration(i) * time.Second)
+		end := queue.End{Outcome: outcome, ExitCode: &code, Started: at, Finished: at, Output: []byte("out")}
+		if outcome != queue.OutcomeSucceeded {
+			code, end.Error = 1, "exit status 1"
+		}
+		f := queue.RetryPolicy{}.Decide(j, "w", end, at)
+		if f.State != want {
+			t.Fatalf("job %s after its attempt: %s, want %s", j.ID, f.State, want)
+		}
+		if _, err := s.FinishJobs(tctx(t), []queue.Finish{f}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -104,6 +143,13 @@ type result struct {
 // result will come. The test's cleanup rolls the transaction back.
 func whileHeld(t *testing.T, schema, u, id string, run func() (int, error)) (pgx.Tx, <-chan result) {
 	t.Helper()
+	return whileLocked(t, schema, u, `SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE`, id, run)
+}
+
+// whileLocked is whileHeld with the rows lock (a statement of one
+// parameter, id) locks.
+func whileLocked(t *testing.T, schema, u, lock, id string, run func() (int, error)) (pgx.Tx, <-chan result) {
+	t.Helper()
 	ctx := tctx(t)
 	tx, err := connect(t, u).Begin(ctx)
 	if err != nil {
@@ -113,7 +159,7 @@ func whileHeld(t *testing.T, schema, u, id string, run func() (int, error)) (pgx
 	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '10s'`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE`, id); err != nil {
+	if _, err := tx.Exec(ctx, lock, id); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan result, 1)
