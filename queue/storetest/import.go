@@ -119,8 +119,9 @@ func testImportAbort(t *testing.T, open Opener) {
 
 // An id taken by a stored job, by a job staged earlier in the same
 // import or by one earlier in the chunk fails with ErrDuplicate naming it
-// (at that Stage, or at the Commit after it where the chunk is stored in
-// the background); aborting then leaves the store as it was.
+// (at that Stage, or, where the chunk is stored in the background, at the
+// next Stage or the Commit, wrapping ErrEarlierChunk); aborting then
+// leaves the store as it was.
 func testImportDuplicate(t *testing.T, open Opener) {
 	s := open(t)
 	insert(t, s, job(t, "taken", nil))
@@ -133,20 +134,29 @@ func testImportDuplicate(t *testing.T, open Opener) {
 		{"an id staged before", chunkOf(t, "a", 1), "a0"},
 		{"an id twice in the chunk", []*queue.Job{job(t, "twice", nil), job(t, "fresh", nil), job(t, "twice", nil)}, "twice"},
 	}
-	for _, tc := range tests {
-		imp := begin(t, s)
-		stage(t, imp, chunkOf(t, "a", 10))
-		err := imp.Stage(ctx(t), tc.chunk)
-		if err == nil {
-			err = imp.Commit(ctx(t))
+	// Each case ends at Commit, or at one more Stage first, where the store
+	// reports the chunk's failure then (ErrEarlierChunk with it).
+	for _, then := range []string{"commit", "stage"} {
+		for _, tc := range tests {
+			imp := begin(t, s)
+			stage(t, imp, chunkOf(t, "a", 10))
+			err := imp.Stage(ctx(t), tc.chunk)
+			later := err == nil
+			if later && then == "stage" {
+				err = imp.Stage(ctx(t), chunkOf(t, "z", 3))
+			}
+			if err == nil {
+				err = imp.Commit(ctx(t))
+			}
+			if !errors.Is(err, queue.ErrDuplicate) || !containsQuoted(err, tc.id) || later != errors.Is(err, queue.ErrEarlierChunk) {
+				t.Fatalf("%s, then %s: want ErrDuplicate naming %q (ErrEarlierChunk too if not at its own Stage), got %v",
+					tc.name, then, tc.id, err)
+			}
+			if err := imp.Abort(ctx(t)); err != nil {
+				t.Fatalf("%s: abort: %v", tc.name, err)
+			}
+			checkVisible(t, s, 1, "a1")
 		}
-		if !errors.Is(err, queue.ErrDuplicate) || !containsQuoted(err, tc.id) {
-			t.Fatalf("%s: want ErrDuplicate naming %q, got %v", tc.name, tc.id, err)
-		}
-		if err := imp.Abort(ctx(t)); err != nil {
-			t.Fatalf("%s: abort: %v", tc.name, err)
-		}
-		checkVisible(t, s, 1, "a1")
 	}
 }
 
