@@ -164,16 +164,21 @@ func (s *Server) jobDetail(ctx context.Context, id string, rl role) (view.JobDet
 	return d, nil
 }
 
-// attemptNumber reads ?attempt=N (0 or absent: the latest).
-func attemptNumber(q url.Values) (int, error) {
-	v := q.Get("attempt")
-	if v == "" || v == "latest" {
+// attemptNumber reads ?attempt=N or ?nth=K (0 or absent: the latest):
+// the number of the attempt, or the place of the attempt in the job's
+// history, 1 the oldest (numbers start over when a dead job is retried).
+func attemptNumber(q url.Values, name string) (int, error) {
+	v := q.Get(name)
+	if v == "" || (v == "latest" && name == "attempt") {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 {
-		return 0, &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Field: "attempt",
-			Message: fmt.Sprintf("attempt %q: a number from 1, or latest", v)}
+		msg := fmt.Sprintf("attempt %q: a number from 1, or latest", v)
+		if name == "nth" {
+			msg = fmt.Sprintf("nth %q: a place in the history from 1 (the oldest attempt)", v)
+		}
+		return 0, &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Field: name, Message: msg}
 	}
 	return n, nil
 }
@@ -181,11 +186,24 @@ func attemptNumber(q url.Values) (int, error) {
 // apiOutput answers an attempt's captured output as it was written (like
 // `queuectl output`), as text/plain that a browser will not interpret.
 func (s *Server) apiOutput(w http.ResponseWriter, r *http.Request) (any, error) {
-	n, err := attemptNumber(r.URL.Query())
+	n, err := attemptNumber(r.URL.Query(), "attempt")
 	if err != nil {
 		return nil, err
 	}
-	at, err := s.cfg.Store.Output(r.Context(), r.PathValue("id"), n)
+	nth, err := attemptNumber(r.URL.Query(), "nth")
+	if err != nil {
+		return nil, err
+	}
+	var at *queue.Attempt
+	switch {
+	case n > 0 && nth > 0:
+		return nil, &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Field: "nth",
+			Message: "attempt and nth each name an attempt: give one"}
+	case nth > 0:
+		at, err = s.cfg.Store.OutputAt(r.Context(), r.PathValue("id"), nth-1)
+	default:
+		at, err = s.cfg.Store.Output(r.Context(), r.PathValue("id"), n)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -345,4 +345,17 @@ func TestOutputsOfARetriedDeadJob(t *testing.T) {
 	if !strings.Contains(page, "first life") || !strings.Contains(page, "second life") {
 		t.Errorf("job page lacks a life's output:\n%s", page)
 	}
+	// The output endpoint: ?attempt=1 names the latest attempt 1, ?nth=K
+	// the K-th of the history.
+	for query, want := range map[string]string{"nth=1": "first life\n", "nth=2": "second life\n", "attempt=1": "second life\n"} {
+		if got := h.must(req{path: "/api/v1/jobs/twice/output?" + query, token: viewerToken}, http.StatusOK).Body.String(); got != want {
+			t.Errorf("output?%s: %q, want %q", query, got, want)
+		}
+	}
+	h.must(req{path: "/api/v1/jobs/twice/output?nth=3", token: viewerToken}, http.StatusNotFound)
+	for _, query := range []string{"nth=0", "nth=x", "nth=1&attempt=1", "nth=1&follow=1"} {
+		if e := errCode(t, h.must(req{path: "/api/v1/jobs/twice/output?" + query, token: viewerToken}, http.StatusBadRequest)); e.Field != "nth" {
+			t.Errorf("output?%s: field %q, want nth", query, e.Field)
+		}
+	}
 }

@@ -32,10 +32,12 @@ func (s *Server) outputHandler() http.Handler {
 // attempt's output about once a second (queue.Follow).
 func (s *Server) followOutput(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if r.URL.Query().Has("attempt") {
-		s.fail(w, r, &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Field: "attempt",
-			Message: "follow takes no attempt: it follows the running one"})
-		return
+	for _, name := range []string{"attempt", "nth"} {
+		if r.URL.Query().Has(name) {
+			s.fail(w, r, &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Field: name,
+				Message: "follow takes no " + name + ": it follows the running attempt"})
+			return
+		}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), eventMaxLife)
 	defer cancel()

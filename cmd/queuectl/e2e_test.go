@@ -229,6 +229,51 @@ func TestE2ERetryBackoffAndDLQ(t *testing.T) {
 	}
 }
 
+// A dead job retried by hand numbers its attempts from 1 again: --attempt
+// 1 names the latest attempt 1, --nth names each attempt by its place in
+// the history, and wrong --nth values are refused.
+func TestE2EOutputOfEachLife(t *testing.T) {
+	c := newCLI(t)
+	lives := filepath.Join(c.home, "lives")
+	c.ok("enqueue", "--id", "twice", "--max-retries", "0", "--command", "echo x >> "+lives+"; echo life $(wc -l < "+lives+"); exit 4")
+	c.ok("worker", "start")
+	c.waitState("twice", "dead", 30*time.Second)
+	c.ok("dlq", "retry", "twice")
+	waitFor(t, "the retried job to die again", 30*time.Second, func() bool {
+		j := c.job("twice")
+		return j.State == "dead" && len(j.History) == 2
+	})
+	c.ok("worker", "stop")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--nth", "1"}, "life 1\n"},
+		{[]string{"--nth", "2"}, "life 2\n"},
+		{[]string{"--attempt", "1"}, "life 2\n"},
+		{nil, "life 2\n"},
+	} {
+		if out := c.ok(append([]string{"output", "twice"}, tc.args...)...); out != tc.want {
+			t.Errorf("output %v: %q, want %q", tc.args, out, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--nth", "3"}, 1, "no attempt #3"},
+		{[]string{"--nth", "-1"}, 2, "--nth -1"},
+		{[]string{"--nth", "1", "--attempt", "1"}, 2, "give one"},
+		{[]string{"--nth", "1", "-f"}, 2, "--follow"},
+	} {
+		_, errOut, code := c.run(append([]string{"output", "twice"}, tc.args...)...)
+		if code != tc.code || !strings.Contains(errOut, tc.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("output %v: exit %d %q, want exit %d naming %q on one line", tc.args, code, errOut, tc.code, tc.want)
+		}
+	}
+}
+
 // appendIDCommand makes each job append its id to one file (O_APPEND
 // writes of a short line are atomic), the side effect that proves it ran.
 func appendIDCommand(file string) string {

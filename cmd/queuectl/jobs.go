@@ -260,12 +260,16 @@ func (a *app) printJob(j *queue.Job, hist []*queue.Attempt) error {
 }
 
 func (a *app) outputCmd() *cobra.Command {
-	var attempt int
+	var attempt, nth int
 	var raw, follow bool
 	cmd := &cobra.Command{
 		Use:   "output ID",
 		Short: "Print the captured output of a job's attempt (default: the latest), or follow it live",
 		Long: `Print the captured output of a job's attempt (default: the latest).
+
+A dead job retried by hand numbers its attempts from 1 again, so --attempt N
+names the latest attempt numbered N; --nth K names the K-th attempt of the
+history as show lists it (1 is the oldest).
 
 With -f, follow the running attempt's output as it is printed, from the
 start of the attempt, and exit when the attempt ends (a pending job: once
@@ -276,15 +280,27 @@ any process and, on PostgreSQL, from any host.`,
 			if attempt < 0 {
 				return usagef("--attempt %d: must be 1 or more", attempt)
 			}
-			if follow && attempt != 0 {
-				return usagef("output: --follow follows the running attempt; it does not go with --attempt")
+			if nth < 0 {
+				return usagef("--nth %d: must be 1 or more", nth)
+			}
+			if attempt != 0 && nth != 0 {
+				return usagef("output: --attempt and --nth each name an attempt; give one")
+			}
+			if follow && (attempt != 0 || nth != 0) {
+				return usagef("output: --follow follows the running attempt; it does not go with --attempt or --nth")
 			}
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 				if follow {
 					_, err := a.follow(ctx, st, args[0], raw, false)
 					return err
 				}
-				at, err := st.Output(ctx, args[0], attempt)
+				var at *queue.Attempt
+				var err error
+				if nth > 0 {
+					at, err = st.OutputAt(ctx, args[0], nth-1)
+				} else {
+					at, err = st.Output(ctx, args[0], attempt)
+				}
 				if err != nil {
 					return err
 				}
@@ -299,6 +315,7 @@ any process and, on PostgreSQL, from any host.`,
 		},
 	}
 	cmd.Flags().IntVar(&attempt, "attempt", 0, "attempt number (default: the latest)")
+	cmd.Flags().IntVar(&nth, "nth", 0, "the K-th attempt of the job's history, 1 the oldest (attempt numbers start over after a retry of a dead job)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the running attempt's output live until it ends")
 	cmd.Flags().BoolVar(&raw, "raw", false, "write the output as captured even to a terminal (control characters are escaped there by default)")
 	return cmd

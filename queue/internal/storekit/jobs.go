@@ -58,12 +58,13 @@ func NoOutput(ctx context.Context, getJob func(context.Context, string) (*queue.
 }
 
 // NoOutputAt is OutputAt's error when the job's history has no attempt at
-// index i: ErrNotFound for the job, or for the attempt.
+// index i: ErrNotFound for the job, or for the attempt (named by its place
+// counted from 1, as output --nth counts).
 func NoOutputAt(ctx context.Context, getJob func(context.Context, string) (*queue.Job, error), id string, i int) error {
 	if _, err := getJob(ctx, id); err != nil {
 		return err
 	}
-	return fmt.Errorf("job %q has no attempt at index %d of its history: %w", id, i, queue.ErrNotFound)
+	return fmt.Errorf("job %q: its history has no attempt #%d (1 is the oldest): %w", id, i+1, queue.ErrNotFound)
 }
 
 // HeartbeatError wraps a heartbeat's error (nil stays nil); queue.ErrNotFound
