@@ -164,21 +164,16 @@ func (s *Server) jobDetail(ctx context.Context, id string, rl role) (view.JobDet
 	return d, nil
 }
 
-// attemptNumber reads ?attempt=N or ?nth=K (0 or absent: the latest):
-// the number of the attempt, or the place of the attempt in the job's
-// history, 1 the oldest (numbers start over when a dead job is retried).
-func attemptNumber(q url.Values, name string) (int, error) {
+// queryNumber reads ?name=N, a number from 1: 0 when absent or zero (a
+// word that means the default); help says what a bad one should be.
+func queryNumber(q url.Values, name, zero, help string) (int, error) {
 	v := q.Get(name)
-	if v == "" || (v == "latest" && name == "attempt") {
+	if v == "" || v == zero {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 {
-		msg := fmt.Sprintf("attempt %q: a number from 1, or latest", v)
-		if name == "nth" {
-			msg = fmt.Sprintf("nth %q: a place in the history from 1 (the oldest attempt)", v)
-		}
-		return 0, &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Field: name, Message: msg}
+		return 0, &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Field: name, Message: fmt.Sprintf("%s %q: %s", name, v, help)}
 	}
 	return n, nil
 }
@@ -186,11 +181,13 @@ func attemptNumber(q url.Values, name string) (int, error) {
 // apiOutput answers an attempt's captured output as it was written (like
 // `queuectl output`), as text/plain that a browser will not interpret.
 func (s *Server) apiOutput(w http.ResponseWriter, r *http.Request) (any, error) {
-	n, err := attemptNumber(r.URL.Query(), "attempt")
+	// ?attempt=N names the latest attempt numbered N; ?nth=K the K-th of
+	// the job's history (numbers start over when a dead job is retried).
+	n, err := queryNumber(r.URL.Query(), "attempt", "latest", "a number from 1, or latest")
 	if err != nil {
 		return nil, err
 	}
-	nth, err := attemptNumber(r.URL.Query(), "nth")
+	nth, err := queryNumber(r.URL.Query(), "nth", "", "a place in the history from 1 (the oldest attempt)")
 	if err != nil {
 		return nil, err
 	}
