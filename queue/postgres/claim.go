@@ -207,19 +207,27 @@ func scanClaimed(rows pgx.Rows) ([]*queue.Job, error) {
 	return jobs, nil
 }
 
-// NextRunAt implements queue.Store.
+// NextRunAt implements queue.Store. The earliest run time is the least of
+// each queue's first entry in jobs_runnable_at (queue, run_at): the named
+// queues, or every runnable queue found by a skip scan. Paused queues hold
+// no runnable work.
 func (s *Store) NextRunAt(ctx context.Context, queues []string) (time.Time, error) {
-	// Paused queues hold no runnable work.
-	query := `SELECT min(run_at) FROM jobs WHERE state IN ('pending', 'failed')
-		AND NOT EXISTS (SELECT 1 FROM queue_controls qc WHERE qc.name = jobs.queue AND qc.paused)`
-	var args []any
-	if len(queues) > 0 {
-		query += ` AND queue = ANY($1)`
-		args = append(args, queues)
-	}
+	query, args := nextRunSQL(queues)
 	var next *time.Time
 	if err := s.pool.QueryRow(ctx, query, args...).Scan(&next); err != nil {
 		return time.Time{}, fmt.Errorf("next run time: %w", err)
 	}
 	return utc(next), nil
+}
+
+// nextRunSQL returns NextRunAt's statement and its arguments.
+func nextRunSQL(queues []string) (string, []any) {
+	const earliest = `
+	SELECT min((SELECT j.run_at FROM jobs j WHERE j.state IN ('pending', 'failed') AND j.queue = q.queue
+		ORDER BY j.run_at LIMIT 1))`
+	const unpaused = ` AND NOT EXISTS (SELECT 1 FROM queue_controls qc WHERE qc.name = q.queue AND qc.paused)`
+	if len(queues) > 0 {
+		return earliest + ` FROM unnest($1::text[]) AS q(queue) WHERE true` + unpaused, []any{queues}
+	}
+	return runnableQueuesCTE + earliest + ` FROM q WHERE q.queue IS NOT NULL` + unpaused, nil
 }

@@ -146,8 +146,14 @@ func (s *Store) claimLimited(ctx context.Context, p queue.ClaimParams, limited [
 			if !c.Limited() || c.Paused {
 				continue
 			}
+			// The running jobs are counted from job_totals, which every
+			// statement that moves a job keeps in its own transaction: as
+			// exact as counting the rows, one row per shard to read instead
+			// of one per running job (no index of jobs leads with the queue
+			// for processing jobs).
 			var running, starts int
-			err := tx.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE queue = $1 AND state = 'processing'`, c.Name).Scan(&running)
+			err := tx.QueryRow(ctx, `SELECT coalesce(sum(n), 0)::bigint FROM job_totals WHERE queue = $1 AND state = 'processing'`,
+				c.Name).Scan(&running)
 			if err == nil && c.Rate.N > 0 {
 				err = tx.QueryRow(ctx, `SELECT count(*) FROM queue_starts WHERE queue = $1 AND at > $2`,
 					c.Name, p.Now.Add(-c.Rate.Per)).Scan(&starts)
@@ -233,14 +239,18 @@ func limitedClaimSQL(p queue.ClaimParams, limited, free []string, allow map[stri
 // beyond it, it walks the global claim order past the steered queues' jobs.
 const perQueueMax = 16
 
-// runnableQueues finds the queues that hold pending or failed jobs: a skip
-// scan of jobs_claim_queue, one index probe per queue.
-const runnableQueues = `WITH RECURSIVE q(queue) AS (
+// runnableQueuesCTE names q(queue): the queues that hold pending or failed
+// jobs (and a last NULL row), by a skip scan of an index of the runnable
+// jobs led by queue, one index probe per queue.
+const runnableQueuesCTE = `WITH RECURSIVE q(queue) AS (
 		(SELECT queue FROM jobs WHERE state IN ('pending', 'failed') ORDER BY queue LIMIT 1)
 		UNION ALL
 		SELECT (SELECT j.queue FROM jobs j WHERE j.state IN ('pending', 'failed') AND j.queue > q.queue
 			ORDER BY j.queue LIMIT 1)
-		FROM q WHERE q.queue IS NOT NULL)
+		FROM q WHERE q.queue IS NOT NULL)`
+
+// runnableQueues lists the queues that hold pending or failed jobs.
+const runnableQueues = runnableQueuesCTE + `
 	SELECT queue FROM q WHERE queue IS NOT NULL`
 
 // freeQueues returns the queues a limited claim may take from that are

@@ -66,3 +66,6 @@ func FinishArgs(fs []queue.Finish) []any {
 
 // RowOutcomes are the outcomes finishAll keeps on a job's row.
 var RowOutcomes = rowOutcomes
+
+// NextRunSQL exposes NextRunAt's statement for the plan test.
+var NextRunSQL = nextRunSQL

@@ -361,7 +361,7 @@ func TestListByStateUsesItsClassIndex(t *testing.T) {
 				t.Helper()
 				t.Logf("%s:\n%s", what, plan)
 				ok := strings.Contains(plan, "Index Scan") && !strings.Contains(plan, "Seq Scan on jobs") &&
-					!strings.Contains(plan, "using jobs_queue_state ")
+					!strings.Contains(plan, "using jobs_queue_finished ")
 				for _, index := range c.others {
 					ok = ok && !strings.Contains(plan, "using "+index+" ")
 				}
@@ -394,6 +394,45 @@ func TestListByStateUsesItsClassIndex(t *testing.T) {
 				t.Fatal(err)
 			}
 			check("generic plan", strings.Join(lines, "\n"))
+		})
+	}
+}
+
+// TestNextRunAtProbesEachQueue checks that an idle worker's question, the
+// earliest run time among runnable jobs, reads one entry of
+// jobs_runnable_at per queue (a skip scan over the queues, or the named
+// ones) and no finished job, and that its answer is the least run_at of
+// the runnable jobs outside paused queues: here the paused queue holds the
+// earliest.
+func TestNextRunAtProbesEachQueue(t *testing.T) {
+	conn := migratedConn(t)
+	ctx := tctx(t)
+	insertJobs(t, conn, 50000, `CASE WHEN i % 10 = 0 THEN 'pending' WHEN i % 10 = 1 THEN 'failed' ELSE 'completed' END`,
+		`UPDATE jobs SET queue = CASE WHEN id IN ('j1', 'j10') THEN 'held' WHEN right(id, 2) = '00' THEN 'r' ELSE 'q' END`)
+	if _, err := conn.Exec(ctx, `INSERT INTO queue_controls (name, paused) VALUES ('held', true); ANALYZE jobs`); err != nil {
+		t.Fatal(err)
+	}
+	for _, queues := range [][]string{nil, {"r"}, {"q", "r", "held", "none"}} {
+		t.Run(fmt.Sprint(queues), func(t *testing.T) {
+			query, args := postgres.NextRunSQL(queues)
+			plan := explain(t, conn, "EXPLAIN "+query, args...)
+			t.Logf("plan:\n%s", plan)
+			if !strings.Contains(plan, "using jobs_runnable_at on jobs") || strings.Contains(plan, "Seq Scan on jobs") ||
+				strings.Contains(plan, "Sort") {
+				t.Errorf("want index probes of jobs_runnable_at, no sequential scan, no sort; plan:\n%s", plan)
+			}
+			var got, want *time.Time
+			if err := conn.QueryRow(ctx, query, args...).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			err := conn.QueryRow(ctx, `SELECT min(run_at) FROM jobs WHERE state IN ('pending', 'failed')
+				AND queue <> 'held' AND ($1::text[] IS NULL OR queue = ANY($1))`, queues).Scan(&want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == nil || want == nil || !got.Equal(*want) {
+				t.Errorf("next run time %v, want %v (the earliest outside the paused queue)", got, want)
+			}
 		})
 	}
 }
