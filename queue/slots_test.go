@@ -64,7 +64,11 @@ func TestEngineFreesSlotWhileOutcomeWaits(t *testing.T) {
 			if got := recv(t, starts, "the first job's start"); got != "a" {
 				t.Fatalf("first start %q, want a", got)
 			}
-			if got := recv(t, held.entered, "the first outcome"); got != "a" {
+			// a's slot frees before its outcome goes to the finisher, so
+			// without hooks b may be claimed, run and sent first: then b's
+			// batch is the one held, and a's outcome waits behind it.
+			// Either way a's outcome is not recorded while b starts.
+			if got := recv(t, held.entered, "the first outcome"); got != "a" && !(tc.overlap && got == "b") {
 				t.Fatalf("first outcome recorded for %q, want a", got)
 			}
 			if tc.overlap {
