@@ -178,9 +178,9 @@ func (e *Engine) runJob(ctx context.Context, r *runningJob, release func()) {
 // calls release, so that the job's slot takes the next job while the
 // outcome waits for its batch (the claim of the next jobs and the
 // recording of these overlap), unless the job has hooks to run after the
-// recording (they run in its slot) or the engine already has as many
-// outcomes waiting as it has slots (then the slot waits, which bounds the
-// jobs a worker holds to twice its slots).
+// recording (they run in its slot) or the engine already has
+// outcomesPerSlot outcomes per slot waiting (then the slot waits, which
+// bounds the jobs a worker holds).
 func (e *Engine) attempt(ctx context.Context, r *runningJob, log zerolog.Logger, release func()) (f Finish, recorded bool) {
 	j := r.job
 	log.Debug().Msg("job started")

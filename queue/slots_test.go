@@ -2,6 +2,8 @@ package queue_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -26,10 +28,11 @@ func (s *heldFinishes) FinishJobs(ctx context.Context, fs []queue.Finish) ([]boo
 // absent is how long a test watches for something that must not happen.
 const absent = 300 * time.Millisecond
 
-// TestEngineFreesSlotWhileOutcomeWaits runs three jobs in one slot while
-// the first outcome's recording is held: the second job starts meanwhile
-// (the slot freed when the first command ended), the third does not (one
-// outcome may wait per slot), and a job with hooks keeps its slot until
+// TestEngineFreesSlotWhileOutcomeWaits runs jobs in one slot while the
+// first outcome's recording is held: the next OutcomesPerSlot jobs start
+// meanwhile (each freed the slot when its command ended, its outcome
+// waiting behind the held batch), the one after does not (so many
+// outcomes may wait per slot), and a job with hooks keeps its slot until
 // its outcome is recorded and its hooks ran.
 func TestEngineFreesSlotWhileOutcomeWaits(t *testing.T) {
 	for _, tc := range []struct {
@@ -43,42 +46,50 @@ func TestEngineFreesSlotWhileOutcomeWaits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st, _ := openStore(t)
 			held := &heldFinishes{Store: st, entered: make(chan string, 10), release: make(chan struct{})}
-			starts := make(chan string, 10)
+			starts := make(chan string, 20)
 			runner := queue.RunnerFunc(func(ctx context.Context, spec queue.RunSpec) queue.RunResult {
 				starts <- spec.Command
 				now := time.Now().UTC()
 				return queue.RunResult{Started: now, Finished: now}
 			})
 			now := time.Now().UTC()
-			first := queue.NewJob{ID: "a", Command: "a"}
-			if tc.hooks {
-				first.Hooks = queue.Hooks{OnSuccess: "hook"}
+			var ids []string
+			for i := range queue.OutcomesPerSlot + 2 {
+				id := fmt.Sprintf("j%d", i)
+				ids = append(ids, id)
+				nj := queue.NewJob{ID: id, Command: id}
+				if i == 0 && tc.hooks {
+					nj.Hooks = queue.Hooks{OnSuccess: "hook"}
+				}
+				enqueue(t, st, nj, now.Add(time.Duration(i)*time.Millisecond))
 			}
-			enqueue(t, st, first, now)
-			enqueue(t, st, queue.NewJob{ID: "b", Command: "b"}, now.Add(time.Millisecond))
-			enqueue(t, st, queue.NewJob{ID: "c", Command: "c"}, now.Add(2*time.Millisecond))
 			startEngine(t, held, runner, queue.EngineConfig{Lanes: []queue.Lane{{Slots: 1}}})
 			release := sync.OnceFunc(func() { close(held.release) })
 			t.Cleanup(release) // before the engine stops
 
-			if got := recv(t, starts, "the first job's start"); got != "a" {
-				t.Fatalf("first start %q, want a", got)
+			if got := recv(t, starts, "the first job's start"); got != ids[0] {
+				t.Fatalf("first start %q, want %s", got, ids[0])
 			}
-			// a's slot frees before its outcome goes to the finisher, so
-			// without hooks b may be claimed, run and sent first: then b's
-			// batch is the one held, and a's outcome waits behind it.
-			// Either way a's outcome is not recorded while b starts.
-			if got := recv(t, held.entered, "the first outcome"); got != "a" && !(tc.overlap && got == "b") {
-				t.Fatalf("first outcome recorded for %q, want a", got)
+			// A freed slot's next job may reach the finisher before the
+			// job that freed it (its slot frees before its outcome is
+			// sent): the held batch may be a later job's, with the first
+			// outcome waiting behind it. Either way none is recorded while
+			// the next jobs start.
+			first := recv(t, held.entered, "the first outcome")
+			if first != ids[0] && !(tc.overlap && slices.Contains(ids[:queue.OutcomesPerSlot+1], first)) {
+				t.Fatalf("first outcome recorded for %q, want %s", first, ids[0])
 			}
+			next := 1
 			if tc.overlap {
-				if got := recv(t, starts, "the second job's start"); got != "b" {
-					t.Fatalf("second start %q, want b", got)
+				for ; next <= queue.OutcomesPerSlot; next++ {
+					if got := recv(t, starts, ids[next]+"'s start"); got != ids[next] {
+						t.Fatalf("start %q, want %s", got, ids[next])
+					}
 				}
 			}
 			select {
 			case got := <-starts:
-				t.Fatalf("%s started while a's outcome was held", got)
+				t.Fatalf("%s started while %d outcomes waited in one slot", got, next)
 			case <-time.After(absent):
 			}
 			release()
@@ -86,19 +97,17 @@ func TestEngineFreesSlotWhileOutcomeWaits(t *testing.T) {
 				for range held.entered {
 				}
 			}()
-			want := []string{"b", "c"}
+			want := ids[next:]
 			if tc.hooks {
-				want = []string{"hook", "b", "c"}
+				want = append([]string{"hook"}, want...)
 			}
-			if !tc.overlap {
-				for _, w := range want {
-					if got := recv(t, starts, w+"'s start"); got != w {
-						t.Fatalf("start %q, want %q", got, w)
-					}
+			for _, w := range want {
+				if got := recv(t, starts, w+"'s start"); got != w {
+					t.Fatalf("start %q, want %q", got, w)
 				}
 			}
 			waitFor(t, "every job completed", func() bool {
-				for _, id := range []string{"a", "b", "c"} {
+				for _, id := range ids {
 					if getJob(t, st, id).State != queue.StateCompleted {
 						return false
 					}
