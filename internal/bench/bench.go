@@ -7,7 +7,8 @@
 //
 // It drives the real queuectl binary for everything a user would run as a
 // process (enqueue, worker start/stop) and the engine in-process for the
-// no-op engine rate.
+// no-op engine rate, which store packages also run as a Go benchmark
+// (BenchmarkEngineNoop) for go test's profilers.
 package bench
 
 import (
@@ -286,16 +287,27 @@ func insert(ctx context.Context, st queue.Store, jobs []*queue.Job) error {
 	return nil
 }
 
-// counting wraps a store and signals when n finishes have been applied.
+// counting wraps a store, counts its claims and finish batches, and
+// signals when n finishes have been applied.
 type counting struct {
 	queue.Store
 	n    int64
 	done atomic.Int64
 	ch   chan struct{}
+
+	claims, claimed, finishes atomic.Int64
+}
+
+func (c *counting) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
+	jobs, err := c.Store.ClaimJobs(ctx, p)
+	c.claims.Add(1)
+	c.claimed.Add(int64(len(jobs)))
+	return jobs, err
 }
 
 func (c *counting) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, error) {
 	applied, err := c.Store.FinishJobs(ctx, fs)
+	c.finishes.Add(1)
 	for _, ok := range applied {
 		if ok && c.done.Add(1) == c.n {
 			close(c.ch)

@@ -12,9 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/queuectl/queuectl/internal/proc"
 	"github.com/queuectl/queuectl/queue"
-	"github.com/rs/zerolog"
 )
 
 // Targets from the benchmark issue, on a 2-core machine.
@@ -70,32 +68,11 @@ func (b *runner) enqueue(ctx context.Context) ([]Result, error) {
 // engineRate runs n pre-inserted no-op jobs through an in-process engine
 // with the given slots and returns claim+complete cycles per second.
 func (b *runner) engineRate(ctx context.Context, st queue.Store, n, slots int) (float64, error) {
-	c := &counting{Store: st, n: int64(n), ch: make(chan struct{})}
-	noop := queue.RunnerFunc(func(ctx context.Context, spec queue.RunSpec) queue.RunResult {
-		now := time.Now().UTC()
-		return queue.RunResult{ExitCode: 0, Started: now, Finished: now}
-	})
-	eng := queue.NewEngine(c, noop, queue.EngineConfig{Lanes: []queue.Lane{{Slots: slots}}, Log: zerolog.Nop(), Processes: proc.Host{}})
-	start := time.Now()
-	if err := eng.Start(ctx); err != nil {
-		return 0, err
-	}
-	var err error
-	select {
-	case <-c.ch:
-	case <-time.After(10 * time.Minute):
-		err = fmt.Errorf("engine did not finish %d jobs in 10 minutes (%d done)", n, c.done.Load())
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	elapsed := time.Since(start)
-	if serr := eng.Stop(context.Background()); err == nil {
-		err = serr
-	}
+	run, err := RunNoopEngine(ctx, st, n, slots)
 	if err != nil {
 		return 0, err
 	}
-	return float64(n) / elapsed.Seconds(), nil
+	return float64(n) / run.Elapsed.Seconds(), nil
 }
 
 // engine: claim+complete cycles with a no-op executor at 1, 8, 64 slots.

@@ -1,0 +1,80 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/queuectl/queuectl/internal/proc"
+	"github.com/queuectl/queuectl/queue"
+	"github.com/rs/zerolog"
+)
+
+// EngineRun is what one run of the engine over no-op jobs took.
+type EngineRun struct {
+	Elapsed  time.Duration // from the engine's start to the last outcome applied
+	Claims   int64         // claim calls
+	Claimed  int64         // jobs they took
+	Finishes int64         // finish batches
+}
+
+// RunNoopEngine runs n jobs already in st through an in-process engine of
+// one lane with the given slots and a runner that does nothing, until all
+// n outcomes are applied: the engine's and the store's own cost per job.
+func RunNoopEngine(ctx context.Context, st queue.Store, n, slots int) (EngineRun, error) {
+	c := &counting{Store: st, n: int64(n), ch: make(chan struct{})}
+	noop := queue.RunnerFunc(func(ctx context.Context, spec queue.RunSpec) queue.RunResult {
+		now := time.Now().UTC()
+		return queue.RunResult{ExitCode: 0, Started: now, Finished: now}
+	})
+	eng := queue.NewEngine(c, noop, queue.EngineConfig{Lanes: []queue.Lane{{Slots: slots}}, Log: zerolog.Nop(), Processes: proc.Host{}})
+	start := time.Now()
+	if err := eng.Start(ctx); err != nil {
+		return EngineRun{}, err
+	}
+	var err error
+	select {
+	case <-c.ch:
+	case <-time.After(10 * time.Minute):
+		err = fmt.Errorf("engine did not finish %d jobs in 10 minutes (%d done)", n, c.done.Load())
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	run := EngineRun{Elapsed: time.Since(start), Claims: c.claims.Load(), Claimed: c.claimed.Load(), Finishes: c.finishes.Load()}
+	if serr := eng.Stop(context.Background()); err == nil {
+		err = serr
+	}
+	return run, err
+}
+
+// BenchmarkEngineNoop is the engine scenario as a Go benchmark, on a store
+// open returns empty, at 1, 8 and 64 slots: a store package calls it from
+// its own BenchmarkEngineNoop, so that go test's profilers (-cpuprofile,
+// -memprofile) reach it. It reports jobs/s, jobs per claim and jobs per
+// finish batch.
+func BenchmarkEngineNoop(b *testing.B, open func(b *testing.B) queue.Store) {
+	for _, slots := range []int{1, 8, 64} {
+		b.Run("slots="+strconv.Itoa(slots), func(b *testing.B) {
+			ctx := context.Background()
+			st := open(b)
+			jobs, err := newJobs(b.N, "noop", time.Now())
+			if err == nil {
+				err = insert(ctx, st, jobs)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			run, err := RunNoopEngine(ctx, st, b.N, slots)
+			b.StopTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/run.Elapsed.Seconds(), "jobs/s")
+			b.ReportMetric(float64(run.Claimed)/float64(max(1, run.Claims)), "jobs/claim")
+			b.ReportMetric(float64(b.N)/float64(max(1, run.Finishes)), "jobs/finish")
+		})
+	}
+}
