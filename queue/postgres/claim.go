@@ -225,9 +225,9 @@ func nextRunSQL(queues []string) (string, []any) {
 	const earliest = `
 	SELECT min((SELECT j.run_at FROM jobs j WHERE j.state IN ('pending', 'failed') AND j.queue = q.queue
 		ORDER BY j.run_at LIMIT 1))`
-	const unpaused = ` AND NOT EXISTS (SELECT 1 FROM queue_controls qc WHERE qc.name = q.queue AND qc.paused)`
+	const unpaused = `NOT EXISTS (SELECT 1 FROM queue_controls qc WHERE qc.name = q.queue AND qc.paused)`
 	if len(queues) > 0 {
-		return earliest + ` FROM unnest($1::text[]) AS q(queue) WHERE true` + unpaused, []any{queues}
+		return earliest + ` FROM unnest($1::text[]) AS q(queue) WHERE ` + unpaused, []any{queues}
 	}
-	return runnableQueuesCTE + earliest + ` FROM q WHERE q.queue IS NOT NULL` + unpaused, nil
+	return runnableQueuesCTE + earliest + ` FROM q WHERE q.queue IS NOT NULL AND ` + unpaused, nil
 }

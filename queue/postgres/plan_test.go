@@ -436,3 +436,23 @@ func TestNextRunAtProbesEachQueue(t *testing.T) {
 		})
 	}
 }
+
+// TestListByQueueUsesQueueIndex checks that listing the finished jobs of a
+// rare queue reads that queue's entries of jobs_queue_finished rather than
+// every finished job newest first: on 50,000 dead and completed jobs, 50
+// of them in the rare queue.
+func TestListByQueueUsesQueueIndex(t *testing.T) {
+	conn := migratedConn(t)
+	insertJobs(t, conn, 50000, `CASE WHEN i % 2 = 0 THEN 'dead' ELSE 'completed' END`,
+		`UPDATE jobs SET queue = 'rare' WHERE right(id, 3) = '000'; ANALYZE jobs`)
+	for _, states := range [][]queue.State{{queue.StateDead}, {queue.StateCompleted, queue.StateDead}} {
+		t.Run(fmt.Sprint(states), func(t *testing.T) {
+			query, args := postgres.ListSQL(queue.ListParams{States: states, Queue: "rare", Limit: 50})
+			plan := explain(t, conn, "EXPLAIN "+query, args...)
+			t.Logf("plan:\n%s", plan)
+			if !strings.Contains(plan, "jobs_queue_finished") || strings.Contains(plan, "Seq Scan on jobs") {
+				t.Errorf("want the rare queue's entries of jobs_queue_finished, no sequential scan; plan:\n%s", plan)
+			}
+		})
+	}
+}
