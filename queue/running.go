@@ -22,11 +22,15 @@ func fenceAfter(lease time.Duration) time.Duration { return lease - lease/4 }
 // runningJob is one attempt this engine runs, with the reason it was asked
 // to stop, if it was, and its fence: a timer on this process's monotonic
 // clock that stops the attempt when its lease was not renewed in time.
+// Once its command has ended (ended) it stays in the running set until its
+// outcome is recorded, but there is nothing left to stop: a lost lease or
+// a cancel request is then settled by the recording.
 type runningJob struct {
 	job    *Job
 	cancel context.CancelFunc
 	mu     sync.Mutex
 	reason Outcome
+	ended  bool
 	fence  *time.Timer
 }
 
@@ -39,13 +43,44 @@ func (r *runningJob) renewed(sent time.Time, lease time.Duration) {
 	}
 }
 
-func (r *runningJob) stop(reason Outcome) {
+// stop asks the attempt to stop for reason, unless its command has ended;
+// it reports whether the command was still running.
+func (r *runningJob) stop(reason Outcome) bool {
 	r.mu.Lock()
+	if r.ended {
+		r.mu.Unlock()
+		return false
+	}
 	if r.reason == "" {
 		r.reason = reason
 	}
 	r.mu.Unlock()
 	r.cancel()
+	return true
+}
+
+// giveUp stops the attempt as fenced (its lease was not renewed in time)
+// unless it was already asked to stop; it reports whether it did. Unlike
+// stop it applies after the command ended too: the lease may have passed
+// to another worker, so the outcome must not be recorded.
+func (r *runningJob) giveUp() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reason != "" {
+		return false
+	}
+	r.reason = outcomeFenced
+	if !r.ended {
+		r.cancel()
+	}
+	return true
+}
+
+// end marks the attempt's command as ended: later stops leave it alone.
+func (r *runningJob) end() {
+	r.mu.Lock()
+	r.ended = true
+	r.mu.Unlock()
 }
 
 func (r *runningJob) why() Outcome {
@@ -93,14 +128,15 @@ func (s *runningSet) ids() []string {
 }
 
 // stop asks the named attempts to stop for reason, calling found for each
-// one still running.
+// one whose command still runs. A heartbeat sent while an ended attempt's
+// outcome was being recorded finds its lease gone (the outcome took it);
+// that attempt is not lost, and found is not called for it.
 func (s *runningSet) stop(ids []string, reason Outcome, found func(id string)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range ids {
-		if r := s.jobs[id]; r != nil {
+		if r := s.jobs[id]; r != nil && r.stop(reason) {
 			found(id)
-			r.stop(reason)
 		}
 	}
 }
@@ -118,14 +154,17 @@ func (s *runningSet) renewed(ids []string, sent time.Time, lease time.Duration) 
 }
 
 // stopAll asks every running attempt to stop for reason and reports how
-// many there were.
+// many commands were still running.
 func (s *runningSet) stopAll(reason Outcome) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	n := 0
 	for _, r := range s.jobs {
-		r.stop(reason)
+		if r.stop(reason) {
+			n++
+		}
 	}
-	return len(s.jobs)
+	return n
 }
 
 // launch runs j in its own goroutine. leaseFrom is when the claim that
@@ -139,10 +178,9 @@ func (e *Engine) launch(j *Job, leaseFrom time.Time, free, done func()) {
 	r := &runningJob{job: j, cancel: cancel}
 	r.mu.Lock()
 	r.fence = time.AfterFunc(time.Until(leaseFrom.Add(fenceAfter(e.cfg.Lease))), func() {
-		if r.why() == "" {
+		if r.giveUp() {
 			e.log.Warn().Str("job_id", j.ID).Int("attempt", j.Attempts).
 				Msg("lease not renewed in time; stopping the job and giving it up")
-			r.stop(outcomeFenced)
 		}
 	})
 	r.mu.Unlock()
@@ -186,6 +224,7 @@ func (e *Engine) attempt(ctx context.Context, r *runningJob, log zerolog.Logger,
 	log.Debug().Msg("job started")
 	live := e.newLiveSaver(j, log)
 	res := e.runner.Run(ctx, RunSpec{Command: j.Command, Env: j.Environ(), Dir: j.Dir, Timeout: j.Timeout, Live: live.watch})
+	r.end()
 	live.stop()
 	r.fence.Stop()
 	// The job stays in the running set until its outcome is recorded, so

@@ -1,0 +1,51 @@
+package queue
+
+import (
+	"context"
+	"slices"
+	"testing"
+)
+
+// TestRunningSetLeavesEndedAttempts checks that a heartbeat's answer stops
+// only attempts whose command still runs. An attempt whose command ended
+// stays in the running set until its outcome is recorded; a heartbeat
+// sent meanwhile finds its lease gone (taken by that very outcome), and
+// must neither report it lost nor mark it: the recording settles it.
+func TestRunningSetLeavesEndedAttempts(t *testing.T) {
+	s := newRunningSet()
+	add := func(id string) (*runningJob, context.Context) {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		r := &runningJob{job: &Job{ID: id}, cancel: cancel}
+		s.add(r)
+		return r, ctx
+	}
+	running, runningCtx := add("running")
+	ended, endedCtx := add("ended")
+	ended.end()
+
+	var found []string
+	s.stop([]string{"running", "ended", "unknown"}, OutcomeLost, func(id string) { found = append(found, id) })
+	if !slices.Equal(found, []string{"running"}) {
+		t.Fatalf("stopped as lost: %q, want only the attempt still running", found)
+	}
+	if runningCtx.Err() == nil || running.why() != OutcomeLost {
+		t.Errorf("running attempt: context %v, reason %q; want cancelled, lost", runningCtx.Err(), running.why())
+	}
+	if endedCtx.Err() != nil || ended.why() != "" {
+		t.Errorf("ended attempt: context %v, reason %q; want untouched", endedCtx.Err(), ended.why())
+	}
+	if n := s.stopAll(OutcomeInterrupted); n != 1 || running.why() != OutcomeLost {
+		t.Errorf("stopAll counted %d running commands, want 1 (the one whose command has not exited yet); its reason %q, want still %q",
+			n, running.why(), OutcomeLost)
+	}
+
+	// A fence that fires after the command ended still gives the attempt
+	// up: its lease may have passed to another worker.
+	if !ended.giveUp() || ended.why() != outcomeFenced {
+		t.Errorf("ended attempt after its fence: reason %q, want %q", ended.why(), outcomeFenced)
+	}
+	if running.giveUp() {
+		t.Error("the fence gave up an attempt already stopped as lost")
+	}
+}
