@@ -34,11 +34,14 @@ type runningJob struct {
 	fence  *time.Timer
 }
 
-// renewed moves the fence: a renewal sent at sent succeeded.
+// renewed moves the fence: a renewal sent at sent succeeded. Once the
+// command has ended the fence is stopped for good: a renewal sent while
+// the outcome waits for its batch must not start it again, or it would
+// fire after the job was recorded and give up a job already done.
 func (r *runningJob) renewed(sent time.Time, lease time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.reason == "" && r.fence != nil {
+	if r.reason == "" && !r.ended && r.fence != nil {
 		r.fence.Reset(time.Until(sent.Add(fenceAfter(lease))))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestRunningSetLeavesEndedAttempts checks that a heartbeat's answer stops
@@ -42,10 +43,41 @@ func TestRunningSetLeavesEndedAttempts(t *testing.T) {
 
 	// A fence that fires after the command ended still gives the attempt
 	// up: its lease may have passed to another worker.
-	if !ended.giveUp() || ended.why() != outcomeFenced {
-		t.Errorf("ended attempt after its fence: reason %q, want %q", ended.why(), outcomeFenced)
+	if !ended.giveUp() || ended.why() != outcomeFenced || endedCtx.Err() != nil {
+		t.Errorf("ended attempt after its fence: reason %q, context %v; want %q, not cancelled (nothing runs)",
+			ended.why(), endedCtx.Err(), outcomeFenced)
 	}
 	if running.giveUp() {
 		t.Error("the fence gave up an attempt already stopped as lost")
+	}
+}
+
+// TestRenewalLeavesEndedFenceStopped checks that a renewal arriving after
+// an attempt's command ended (its outcome waiting for its batch) does not
+// start its stopped fence again, while a running attempt's fence is moved.
+func TestRenewalLeavesEndedFenceStopped(t *testing.T) {
+	const lease = 40 * time.Millisecond // fences fire 30 ms after a renewal
+	s := newRunningSet()
+	fired := map[string]chan struct{}{}
+	for _, id := range []string{"running", "ended"} {
+		r := &runningJob{job: &Job{ID: id}, cancel: func() {}}
+		fired[id] = make(chan struct{}, 1)
+		r.fence = time.AfterFunc(time.Hour, func() { fired[id] <- struct{}{} })
+		s.add(r)
+		if id == "ended" {
+			r.end()
+			r.fence.Stop() // as attempt does once the command ended
+		}
+	}
+	s.renewed([]string{"running", "ended"}, time.Now(), lease)
+	select {
+	case <-fired["running"]:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the running attempt's fence did not fire after its renewal's lease")
+	}
+	select {
+	case <-fired["ended"]:
+		t.Fatal("a renewal started the fence of an attempt whose command had ended")
+	case <-time.After(10 * lease):
 	}
 }
