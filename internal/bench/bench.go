@@ -7,8 +7,8 @@
 //
 // It drives the real queuectl binary for everything a user would run as a
 // process (enqueue, worker start/stop) and the engine in-process for the
-// no-op engine rate, which store packages also run as a Go benchmark
-// (BenchmarkEngineNoop) for go test's profilers.
+// no-op engine rate (RunNoopEngine), which store packages also run as a Go
+// benchmark (storetest.BenchEngineNoop) for go test's profilers.
 package bench
 
 import (
@@ -285,6 +285,16 @@ func insert(ctx context.Context, st queue.Store, jobs []*queue.Job) error {
 		jobs = jobs[n:]
 	}
 	return nil
+}
+
+// AddJobs stores n new pending jobs that run command, due now: the backlog
+// a scenario (or a store package's Go benchmark) runs through.
+func AddJobs(ctx context.Context, st queue.Store, n int, command string) error {
+	jobs, err := newJobs(n, command, time.Now())
+	if err != nil {
+		return err
+	}
+	return insert(ctx, st, jobs)
 }
 
 // counting wraps a store, counts its claims and finish batches, and

@@ -3,8 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"testing"
 	"time"
 
 	"github.com/queuectl/queuectl/internal/proc"
@@ -47,34 +45,4 @@ func RunNoopEngine(ctx context.Context, st queue.Store, n, slots int) (EngineRun
 		err = serr
 	}
 	return run, err
-}
-
-// BenchmarkEngineNoop is the engine scenario as a Go benchmark, on a store
-// open returns empty, at 1, 8 and 64 slots: a store package calls it from
-// its own BenchmarkEngineNoop, so that go test's profilers (-cpuprofile,
-// -memprofile) reach it. It reports jobs/s, jobs per claim and jobs per
-// finish batch.
-func BenchmarkEngineNoop(b *testing.B, open func(b *testing.B) queue.Store) {
-	for _, slots := range []int{1, 8, 64} {
-		b.Run("slots="+strconv.Itoa(slots), func(b *testing.B) {
-			ctx := context.Background()
-			st := open(b)
-			jobs, err := newJobs(b.N, "noop", time.Now())
-			if err == nil {
-				err = insert(ctx, st, jobs)
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ResetTimer()
-			run, err := RunNoopEngine(ctx, st, b.N, slots)
-			b.StopTimer()
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(b.N)/run.Elapsed.Seconds(), "jobs/s")
-			b.ReportMetric(float64(run.Claimed)/float64(max(1, run.Claims)), "jobs/claim")
-			b.ReportMetric(float64(b.N)/float64(max(1, run.Finishes)), "jobs/finish")
-		})
-	}
 }

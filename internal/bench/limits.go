@@ -49,11 +49,7 @@ func (b *runner) limits(ctx context.Context) ([]Result, error) {
 						return 0, err
 					}
 				}
-				jobs, err := newJobs(b.cfg.EngineJobs, "noop", time.Now())
-				if err != nil {
-					return 0, err
-				}
-				if err := insert(ctx, st, jobs); err != nil {
+				if err := AddJobs(ctx, st, b.cfg.EngineJobs, "noop"); err != nil {
 					return 0, err
 				}
 				return b.engineRate(ctx, st, b.cfg.EngineJobs, 8)
@@ -101,11 +97,7 @@ func (b *runner) ratelimit(ctx context.Context) ([]Result, error) {
 			return 0, err
 		}
 		// Enough work to outlast the window at the limit.
-		jobs, err := newJobs(int(allowed*1.5)+rateLimit.N, "true", time.Now())
-		if err != nil {
-			return 0, err
-		}
-		if err := insert(ctx, st, jobs); err != nil {
+		if err := AddJobs(ctx, st, int(allowed*1.5)+rateLimit.N, "true"); err != nil {
 			return 0, err
 		}
 		// Room for far more than the limit, so that the limit, not the

@@ -39,11 +39,7 @@ func (b *runner) enqueueLoad(ctx context.Context) ([]Result, error) {
 	}
 	defer done()
 	backlog := int(float64(b.cfg.LoadWorkers*loadRatePerWorker) * b.cfg.LoadFor.Seconds())
-	jobs, err := newJobs(backlog, "true", time.Now())
-	if err != nil {
-		return nil, err
-	}
-	if err := insert(ctx, st, jobs); err != nil {
+	if err := AddJobs(ctx, st, backlog, "true"); err != nil {
 		return nil, err
 	}
 	if _, err := b.startWorkers(ctx, dsn, b.cfg.LoadWorkers); err != nil {

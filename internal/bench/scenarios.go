@@ -85,11 +85,7 @@ func (b *runner) engine(ctx context.Context) ([]Result, error) {
 				return 0, err
 			}
 			defer st.Close()
-			jobs, err := newJobs(b.cfg.EngineJobs, "noop", time.Now())
-			if err != nil {
-				return 0, err
-			}
-			if err := insert(ctx, st, jobs); err != nil {
+			if err := AddJobs(ctx, st, b.cfg.EngineJobs, "noop"); err != nil {
 				return 0, err
 			}
 			return b.engineRate(ctx, st, b.cfg.EngineJobs, slots)
@@ -340,11 +336,7 @@ func (b *runner) scale(ctx context.Context) ([]Result, error) {
 		return nil, err
 	}
 	b.progress("scale: adding %d pending jobs", b.cfg.ScalePending)
-	pending, err := newJobs(b.cfg.ScalePending, "noop", time.Now())
-	if err != nil {
-		return nil, err
-	}
-	if err := insert(ctx, st, pending); err != nil {
+	if err := AddJobs(ctx, st, b.cfg.ScalePending, "noop"); err != nil {
 		return nil, err
 	}
 	if err := tidy(ctx, st); err != nil {

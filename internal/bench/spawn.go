@@ -90,11 +90,7 @@ func (b *runner) shellJobs(ctx context.Context, dsn string, procs, slots int) (s
 		return shellRun{}, err
 	}
 	defer st.Close()
-	jobs, err := newJobs(n, "true", time.Now())
-	if err != nil {
-		return shellRun{}, err
-	}
-	if err := insert(ctx, st, jobs); err != nil {
+	if err := AddJobs(ctx, st, n, "true"); err != nil {
 		return shellRun{}, err
 	}
 	start := time.Now()

@@ -3,8 +3,8 @@ package postgres_test
 import (
 	"testing"
 
-	"github.com/queuectl/queuectl/internal/bench"
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/storetest"
 )
 
 // BenchmarkEngineNoop measures claim+complete cycles of the real engine
@@ -12,7 +12,7 @@ import (
 // that does nothing: the figure of queuectl bench's engine scenario, under
 // go test's profilers.
 func BenchmarkEngineNoop(b *testing.B) {
-	bench.BenchmarkEngineNoop(b, func(b *testing.B) queue.Store {
+	storetest.BenchEngineNoop(b, func(b *testing.B) queue.Store {
 		_, u := newSchema(b)
 		return open(b, u)
 	})
