@@ -35,9 +35,9 @@ type runningJob struct {
 }
 
 // renewed moves the fence: a renewal sent at sent succeeded. Once the
-// command has ended the fence is stopped for good: a renewal sent while
-// the outcome waits for its batch must not start it again, or it would
-// fire after the job was recorded and give up a job already done.
+// command has ended (end stopped the fence) a renewal sent while the
+// outcome waits for its batch must not start it again, or it would fire
+// after the job was recorded and give up a job already done.
 func (r *runningJob) renewed(sent time.Time, lease time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -79,11 +79,16 @@ func (r *runningJob) giveUp() bool {
 	return true
 }
 
-// end marks the attempt's command as ended: later stops leave it alone.
+// end marks the attempt's command as ended and stops its fence for good
+// (renewed no longer moves it): later stops leave the attempt alone; only
+// a fence that fired before end can still give it up.
 func (r *runningJob) end() {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.ended = true
-	r.mu.Unlock()
+	if r.fence != nil {
+		r.fence.Stop()
+	}
 }
 
 func (r *runningJob) why() Outcome {
@@ -229,7 +234,6 @@ func (e *Engine) attempt(ctx context.Context, r *runningJob, log zerolog.Logger,
 	res := e.runner.Run(ctx, RunSpec{Command: j.Command, Env: j.Environ(), Dir: j.Dir, Timeout: j.Timeout, Live: live.watch})
 	r.end()
 	live.stop()
-	r.fence.Stop()
 	// The job stays in the running set until its outcome is recorded, so
 	// that this engine's rescuer cannot take a finished job for lost.
 	defer e.running.remove(j.ID)

@@ -52,21 +52,23 @@ func TestRunningSetLeavesEndedAttempts(t *testing.T) {
 	}
 }
 
-// TestRenewalLeavesEndedFenceStopped checks that a renewal arriving after
-// an attempt's command ended (its outcome waiting for its batch) does not
-// start its stopped fence again, while a running attempt's fence is moved.
+// TestRenewalLeavesEndedFenceStopped checks that ending an attempt stops
+// its fence and that a renewal arriving afterwards (its outcome waiting
+// for its batch) does not start it again, while a running attempt's fence
+// is moved.
 func TestRenewalLeavesEndedFenceStopped(t *testing.T) {
 	const lease = 40 * time.Millisecond // fences fire 30 ms after a renewal
 	s := newRunningSet()
 	fired := map[string]chan struct{}{}
 	for _, id := range []string{"running", "ended"} {
 		r := &runningJob{job: &Job{ID: id}, cancel: func() {}}
-		fired[id] = make(chan struct{}, 1)
-		r.fence = time.AfterFunc(time.Hour, func() { fired[id] <- struct{}{} })
+		ch := make(chan struct{}, 1)
+		fired[id] = ch
+		// Due well after end below, well within the wait for its absence.
+		r.fence = time.AfterFunc(4*lease, func() { ch <- struct{}{} })
 		s.add(r)
 		if id == "ended" {
 			r.end()
-			r.fence.Stop() // as attempt does once the command ended
 		}
 	}
 	s.renewed([]string{"running", "ended"}, time.Now(), lease)
@@ -77,7 +79,7 @@ func TestRenewalLeavesEndedFenceStopped(t *testing.T) {
 	}
 	select {
 	case <-fired["ended"]:
-		t.Fatal("a renewal started the fence of an attempt whose command had ended")
+		t.Fatal("the fence of an attempt whose command had ended fired: end did not stop it, or a renewal started it again")
 	case <-time.After(10 * lease):
 	}
 }
