@@ -1,14 +1,14 @@
 package web
 
 import (
+	"compress/gzip"
 	"context"
 	"math"
 	"net/http"
+	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/queuectl/queuectl/internal/promtext"
 	"github.com/queuectl/queuectl/internal/view"
 	"github.com/queuectl/queuectl/queue"
 )
@@ -21,88 +21,61 @@ var bucketBounds = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5
 // alive: the default lease, which a live worker renews three times over.
 const workerAlive = 30 * time.Second
 
-func desc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc("queuectl_"+name, help, labels, nil)
-}
-
-var (
-	descJobs          = desc("jobs", "Jobs by queue and state.", "queue", "state")
-	descDLQ           = desc("dlq_jobs", "Dead jobs (the dead-letter queue) by queue.", "queue")
-	descFinished      = desc("attempts_finished_total", "Attempts finished, by queue and outcome.", "queue", "outcome")
-	descRunTime       = desc("attempt_duration_seconds", "Run time of finished attempts, by queue.", "queue")
-	descStartDelay    = desc("job_start_delay_seconds", "Delay from a job's run_at to the start of its attempt, by queue.", "queue")
-	descOldest        = desc("oldest_pending_job_age_seconds", "How long each queue's oldest due pending job has waited.", "queue")
-	descWorkers       = desc("workers_alive", "Registered workers whose heartbeat is under 30s old.")
-	descWorkersBusy   = desc("jobs_running", "Jobs held by live workers.")
-	descCronNext      = desc("cron_next_fire_timestamp_seconds", "Next fire time of each enabled recurring job.", "template")
-	descCronLast      = desc("cron_last_fire_timestamp_seconds", "Slot of the newest job each recurring job fired.", "template")
-	descCronMissed    = desc("cron_missed_slots", "Slots due over a minute ago that no scheduler has handled.", "template")
-	descScrapeSeconds = desc("metrics_scrape_duration_seconds", "Time the database reads of this scrape took.")
+// Limits of one scrape: how long its database reads may take, and how many
+// scrapes run at once (more get 503, as a client library's handler does).
+const (
+	scrapeTimeout  = 20 * time.Second
+	scrapesAtOnce  = 2
+	metricsContent = "text/plain; version=0.0.4; charset=utf-8"
 )
 
-// collector reads the figures at scrape time with a bounded number of cheap
-// queries, so they are right however many processes and hosts work the
-// queue.
-type collector struct {
-	store queue.Store
-	now   func() time.Time
-	fail  func(error)
+func family(name, help string, typ promtext.Type, labels ...string) *promtext.Family {
+	return promtext.NewFamily("queuectl_"+name, help, typ, labels...)
 }
 
-func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descJobs, descDLQ, descFinished, descRunTime, descStartDelay, descOldest,
-		descWorkers, descWorkersBusy, descCronNext, descCronLast, descCronMissed, descScrapeSeconds} {
-		ch <- d
-	}
-}
-
-func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+// collect reads the queue's figures with a bounded number of cheap queries,
+// so they are right however many processes and hosts work the queue.
+func collect(ctx context.Context, store queue.Store, now time.Time) ([]*promtext.Family, error) {
 	start := time.Now()
-	if err := c.collect(ctx, ch); err != nil {
-		c.fail(err)
-		ch <- prometheus.NewInvalidMetric(descJobs, err)
-		return
-	}
-	ch <- prometheus.MustNewConstMetric(descScrapeSeconds, prometheus.GaugeValue, time.Since(start).Seconds())
-}
-
-func (c *collector) collect(ctx context.Context, ch chan<- prometheus.Metric) error {
-	now := c.now()
-	counts, err := c.store.CountJobs(ctx)
+	jobs := family("jobs", "Jobs by queue and state.", promtext.Gauge, "queue", "state")
+	dlq := family("dlq_jobs", "Dead jobs (the dead-letter queue) by queue.", promtext.Gauge, "queue")
+	counts, err := store.CountJobs(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dead := map[string]int{}
 	for _, n := range counts {
-		ch <- prometheus.MustNewConstMetric(descJobs, prometheus.GaugeValue, float64(n.N), n.Queue, string(n.State))
+		jobs.Add(float64(n.N), n.Queue, string(n.State))
 		if n.State == queue.StateDead {
 			dead[n.Queue] += n.N
 		}
 	}
 	for q, n := range dead {
-		ch <- prometheus.MustNewConstMetric(descDLQ, prometheus.GaugeValue, float64(n), q)
+		dlq.Add(float64(n), q)
 	}
-	m, err := c.store.Metrics(ctx, now)
+
+	m, err := store.Metrics(ctx, now)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	finished := map[[2]string]int64{}
+	finished := family("attempts_finished_total", "Attempts finished, by queue and outcome.", promtext.Counter, "queue", "outcome")
+	byOutcome := map[[2]string]int64{}
 	for _, t := range m.RunTimes {
-		finished[[2]string{t.Queue, string(t.Outcome)}] += t.N
+		byOutcome[[2]string{t.Queue, string(t.Outcome)}] += t.N
 	}
-	for k, n := range finished {
-		ch <- prometheus.MustNewConstMetric(descFinished, prometheus.CounterValue, float64(n), k[0], k[1])
+	for k, n := range byOutcome {
+		finished.Add(float64(n), k[0], k[1])
 	}
-	histograms(ch, descRunTime, m.RunTimes)
-	histograms(ch, descStartDelay, m.StartDelays)
+	runTime := histograms(family("attempt_duration_seconds", "Run time of finished attempts, by queue.", promtext.Histogram, "queue"), m.RunTimes)
+	startDelay := histograms(family("job_start_delay_seconds", "Delay from a job's run_at to the start of its attempt, by queue.", promtext.Histogram, "queue"), m.StartDelays)
+	oldest := family("oldest_pending_job_age_seconds", "How long each queue's oldest due pending job has waited.", promtext.Gauge, "queue")
 	for q, at := range m.OldestPending {
-		ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, math.Max(0, now.Sub(at).Seconds()), q)
+		oldest.Add(math.Max(0, now.Sub(at).Seconds()), q)
 	}
-	ws, err := c.store.ListWorkers(ctx)
+
+	ws, err := store.ListWorkers(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	alive, running := 0, 0
 	for _, w := range ws {
@@ -111,62 +84,103 @@ func (c *collector) collect(ctx context.Context, ch chan<- prometheus.Metric) er
 			running += len(w.CurrentJobs)
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(descWorkers, prometheus.GaugeValue, float64(alive))
-	ch <- prometheus.MustNewConstMetric(descWorkersBusy, prometheus.GaugeValue, float64(running))
-	ts, err := c.store.Templates(ctx)
+	workers := family("workers_alive", "Registered workers whose heartbeat is under 30s old.", promtext.Gauge)
+	workers.Add(float64(alive))
+	busy := family("jobs_running", "Jobs held by live workers.", promtext.Gauge)
+	busy.Add(float64(running))
+
+	ts, err := store.Templates(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	cronNext := family("cron_next_fire_timestamp_seconds", "Next fire time of each enabled recurring job.", promtext.Gauge, "template")
+	cronLast := family("cron_last_fire_timestamp_seconds", "Slot of the newest job each recurring job fired.", promtext.Gauge, "template")
+	cronMissed := family("cron_missed_slots", "Slots due over a minute ago that no scheduler has handled.", promtext.Gauge, "template")
 	for _, t := range view.CronTemplates(ts, now, 1) {
 		if len(t.NextFires) > 0 {
-			ch <- prometheus.MustNewConstMetric(descCronNext, prometheus.GaugeValue, float64(t.NextFires[0].Unix()), t.Name)
+			cronNext.Add(float64(t.NextFires[0].Unix()), t.Name)
 		}
 		if t.LastFire != nil {
-			ch <- prometheus.MustNewConstMetric(descCronLast, prometheus.GaugeValue, float64(t.LastFire.Unix()), t.Name)
+			cronLast.Add(float64(t.LastFire.Unix()), t.Name)
 		}
-		ch <- prometheus.MustNewConstMetric(descCronMissed, prometheus.GaugeValue, float64(t.MissedSlots), t.Name)
+		cronMissed.Add(float64(t.MissedSlots), t.Name)
 	}
-	return nil
+	took := family("metrics_scrape_duration_seconds", "Time the database reads of this scrape took.", promtext.Gauge)
+	took.Add(time.Since(start).Seconds())
+	return []*promtext.Family{jobs, dlq, finished, runTime, startDelay, oldest, workers, busy,
+		cronNext, cronLast, cronMissed, took}, nil
 }
 
-// histograms turns a store's bucket totals into one histogram per queue.
-func histograms(ch chan<- prometheus.Metric, d *prometheus.Desc, totals []queue.MetricTotal) {
+// histograms adds to f one histogram per queue from a store's bucket totals.
+func histograms(f *promtext.Family, totals []queue.MetricTotal) *promtext.Family {
 	type hist struct {
 		count   uint64
 		sum     float64
-		buckets map[float64]uint64
+		buckets []uint64 // cumulative, one per bucketBounds entry
 	}
 	byQueue := map[string]*hist{}
 	for _, t := range totals {
 		h := byQueue[t.Queue]
 		if h == nil {
-			h = &hist{buckets: make(map[float64]uint64, len(bucketBounds))}
+			h = &hist{buckets: make([]uint64, len(bucketBounds))}
 			byQueue[t.Queue] = h
 		}
 		h.count += uint64(t.N)
 		h.sum += t.Sum.Seconds()
 		le := t.LE.Seconds()
-		for _, b := range bucketBounds {
+		for i, b := range bucketBounds {
 			if le <= b {
-				h.buckets[b] += uint64(t.N) // cumulative: every bound at or above the row's
+				h.buckets[i] += uint64(t.N) // cumulative: every bound at or above the row's
 			}
 		}
 	}
 	for q, h := range byQueue {
-		for _, b := range bucketBounds {
-			h.buckets[b] += 0
-		}
-		ch <- prometheus.MustNewConstHistogram(d, h.count, h.sum, h.buckets, q)
+		f.AddHistogram(bucketBounds, h.buckets, h.count, h.sum, q)
 	}
+	return f
 }
 
-// metricsHandler serves /metrics from a registry of its own: the queue's
-// figures, and the Go runtime's and process's of this server.
+// metricsHandler serves /metrics in the Prometheus text format: the queue's
+// figures, read from the database at each scrape, and the Go runtime's and
+// this server process's own.
 func (s *Server) metricsHandler() http.Handler {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(&collector{store: s.cfg.Store, now: s.now, fail: func(err error) {
-		s.cfg.Log.Error().Err(err).Msg("metrics scrape failed")
-	}})
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Timeout: 20 * time.Second, MaxRequestsInFlight: 2})
+	slots := make(chan struct{}, scrapesAtOnce)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		default:
+			http.Error(w, "too many scrapes at once", http.StatusServiceUnavailable)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), scrapeTimeout)
+		defer cancel()
+		fams, err := collect(ctx, s.cfg.Store, s.now())
+		if err != nil {
+			s.cfg.Log.Error().Err(err).Msg("metrics scrape failed")
+			http.Error(w, "metrics: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fams = append(fams, promtext.GoRuntime()...)
+		fams = append(fams, promtext.Process()...)
+		w.Header().Set("Content-Type", metricsContent)
+		if !acceptsGzip(r) {
+			promtext.Write(w, fams)
+			return
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Add("Vary", "Accept-Encoding")
+		zw := gzip.NewWriter(w)
+		promtext.Write(zw, fams)
+		zw.Close()
+	})
+}
+
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		if enc, _, _ := strings.Cut(strings.TrimSpace(part), ";"); enc == "gzip" {
+			return true
+		}
+	}
+	return false
 }

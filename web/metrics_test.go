@@ -1,6 +1,7 @@
 package web
 
 import (
+	"compress/gzip"
 	"context"
 	"net/http"
 	"path/filepath"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/sqlite"
 )
@@ -64,9 +67,35 @@ func TestMetricsCountTheDatabase(t *testing.T) {
 			// The figures come from the database: a second server sees them.
 			other := newHarness(t, h.store, "", "")
 			other.clock.t = h.clock.t
-			c := &collector{store: other.store, now: other.clock.now, fail: func(err error) { t.Error(err) }}
-			if n := testutil.CollectAndCount(c, "queuectl_attempts_finished_total"); n != 2 {
-				t.Errorf("another collector sees %d finished series", n)
+			fams, err := collect(ctx, other.store, other.clock.now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range fams {
+				if f.Name == "queuectl_attempts_finished_total" && f.Len() != 2 {
+					t.Errorf("another server sees %d finished series", f.Len())
+				}
+			}
+			// What Prometheus reads: its parser takes the whole answer,
+			// plain and gzipped.
+			p := expfmt.NewTextParser(model.UTF8Validation)
+			parsed, err := p.TextToMetricFamilies(strings.NewReader(body))
+			if err != nil {
+				t.Fatalf("the Prometheus parser rejects /metrics: %v", err)
+			}
+			if f := parsed["queuectl_attempt_duration_seconds"]; f == nil || f.GetType() != dto.MetricType_HISTOGRAM {
+				t.Errorf("queuectl_attempt_duration_seconds parsed as %v", f)
+			}
+			zipped := h.must(req{path: "/metrics", token: viewerToken, header: map[string]string{"Accept-Encoding": "gzip"}}, http.StatusOK)
+			if enc := zipped.Header().Get("Content-Encoding"); enc != "gzip" {
+				t.Fatalf("Content-Encoding %q for a client that takes gzip", enc)
+			}
+			zr, err := gzip.NewReader(zipped.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.TextToMetricFamilies(zr); err != nil {
+				t.Fatalf("the Prometheus parser rejects gzipped /metrics: %v", err)
 			}
 		})
 	}
