@@ -1,10 +1,13 @@
 package web
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
+	"io"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,10 +24,10 @@ var bucketBounds = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5
 // alive: the default lease, which a live worker renews three times over.
 const workerAlive = 30 * time.Second
 
-// Limits of one scrape: how long its database reads may take, and how many
-// scrapes run at once (more get 503, as a client library's handler does).
+// Limits of one scrape: how long its database reads may take (then it
+// fails with 500), and how many scrapes run at once (more get 503).
 const (
-	scrapeTimeout  = 20 * time.Second
+	scrapeTimeout  = 10 * time.Second
 	scrapesAtOnce  = 2
 	metricsContent = "text/plain; version=0.0.4; charset=utf-8"
 )
@@ -145,7 +148,9 @@ func histograms(f *promtext.Family, totals []queue.MetricTotal) *promtext.Family
 // this server process's own.
 func (s *Server) metricsHandler() http.Handler {
 	slots := make(chan struct{}, scrapesAtOnce)
+	procs := promtext.NewProcessReader()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Vary", "Accept-Encoding")
 		select {
 		case slots <- struct{}{}:
 			defer func() { <-slots }()
@@ -156,31 +161,51 @@ func (s *Server) metricsHandler() http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), scrapeTimeout)
 		defer cancel()
 		fams, err := collect(ctx, s.cfg.Store, s.now())
+		var body bytes.Buffer
+		if err == nil {
+			fams = append(fams, promtext.GoRuntime()...)
+			fams = append(fams, procs.Self()...)
+			err = promtext.Write(&body, fams)
+		}
 		if err != nil {
 			s.cfg.Log.Error().Err(err).Msg("metrics scrape failed")
 			http.Error(w, "metrics: "+err.Error(), http.StatusInternalServerError)
 			return
 		}
-		fams = append(fams, promtext.GoRuntime()...)
-		fams = append(fams, promtext.Process()...)
 		w.Header().Set("Content-Type", metricsContent)
-		if !acceptsGzip(r) {
-			promtext.Write(w, fams)
-			return
+		var out io.Writer = w
+		var zw *gzip.Writer
+		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			w.Header().Set("Content-Encoding", "gzip")
+			zw = gzip.NewWriter(w)
+			out = zw
 		}
-		w.Header().Set("Content-Encoding", "gzip")
-		w.Header().Add("Vary", "Accept-Encoding")
-		zw := gzip.NewWriter(w)
-		promtext.Write(zw, fams)
-		zw.Close()
+		_, err = body.WriteTo(out)
+		if zw != nil && err == nil {
+			err = zw.Close()
+		}
+		if err != nil {
+			s.cfg.Log.Debug().Err(err).Msg("metrics answer not sent whole")
+		}
 	})
 }
 
-func acceptsGzip(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
-		if enc, _, _ := strings.Cut(strings.TrimSpace(part), ";"); enc == "gzip" {
-			return true
+// acceptsGzip reports whether an Accept-Encoding header takes gzip: named
+// (in any case) with a quality above zero.
+func acceptsGzip(header string) bool {
+	for _, part := range strings.Split(header, ",") {
+		enc, params, _ := strings.Cut(part, ";")
+		if !strings.EqualFold(strings.TrimSpace(enc), "gzip") {
+			continue
 		}
+		for _, p := range strings.Split(params, ";") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.EqualFold(k, "q") {
+				if q, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && q <= 0 {
+					return false
+				}
+			}
+		}
+		return true
 	}
 	return false
 }

@@ -12,7 +12,8 @@
 package promtext
 
 import (
-	"bufio"
+	"bytes"
+	"fmt"
 	"io"
 	"math"
 	"slices"
@@ -28,6 +29,7 @@ const (
 	Gauge     Type = "gauge"
 	Counter   Type = "counter"
 	Histogram Type = "histogram"
+	Summary   Type = "summary"
 )
 
 // Family is one metric: a name, its help text and type, and its samples.
@@ -42,12 +44,13 @@ type Family struct {
 type series struct {
 	values []string
 	value  float64
-	hist   *hist
+	dist   *distribution
 }
 
-type hist struct {
-	bounds []float64
-	counts []uint64 // cumulative, one per bound
+// distribution is a histogram's buckets or a summary's quantiles.
+type distribution struct {
+	bounds []float64 // upper bounds (histogram) or quantiles (summary), ascending
+	values []float64 // cumulative counts per bound, or the quantiles' values
 	count  uint64
 	sum    float64
 }
@@ -57,16 +60,37 @@ func NewFamily(name, help string, typ Type, labels ...string) *Family {
 	return &Family{Name: name, Help: help, Type: typ, Labels: labels}
 }
 
-// Add records one sample of a gauge or counter with the given label values.
+// Add records one sample of a gauge or counter with the given label values,
+// one per label name. A wrong count is a programming error: it panics.
 func (f *Family) Add(value float64, labelValues ...string) {
+	f.check(labelValues)
 	f.series = append(f.series, series{values: labelValues, value: value})
 }
 
 // AddHistogram records one histogram: cumulative counts per upper bound
 // (ascending), the total count (the +Inf bucket) and the sum.
 func (f *Family) AddHistogram(bounds []float64, cumulative []uint64, count uint64, sum float64, labelValues ...string) {
+	f.check(labelValues)
+	vs := make([]float64, len(cumulative))
+	for i, c := range cumulative {
+		vs[i] = float64(c)
+	}
 	f.series = append(f.series, series{values: labelValues,
-		hist: &hist{bounds: bounds, counts: cumulative, count: count, sum: sum}})
+		dist: &distribution{bounds: bounds, values: vs, count: count, sum: sum}})
+}
+
+// AddSummary records one summary: the values at the given quantiles
+// (ascending, 0 to 1), the count of observations and their sum.
+func (f *Family) AddSummary(quantiles, values []float64, count uint64, sum float64, labelValues ...string) {
+	f.check(labelValues)
+	f.series = append(f.series, series{values: labelValues,
+		dist: &distribution{bounds: quantiles, values: values, count: count, sum: sum}})
+}
+
+func (f *Family) check(labelValues []string) {
+	if len(labelValues) != len(f.Labels) {
+		panic(fmt.Sprintf("promtext: %s takes %d label values, got %d", f.Name, len(f.Labels), len(labelValues)))
+	}
 }
 
 // Len reports how many series the family holds.
@@ -74,38 +98,53 @@ func (f *Family) Len() int { return len(f.series) }
 
 // Write writes the families in the text format: families by name, series
 // by label values, so a scrape reads the same whatever order the figures
-// were gathered in. A family without series is left out.
+// were gathered in. A family without series is left out. Two families of
+// one name or two series of one family with the same label values are an
+// error, and nothing is written then.
 func Write(w io.Writer, families []*Family) error {
-	bw := bufio.NewWriter(w)
+	var b bytes.Buffer
 	fams := slices.Clone(families)
 	slices.SortStableFunc(fams, func(a, b *Family) int { return strings.Compare(a.Name, b.Name) })
-	for _, f := range fams {
+	for i, f := range fams {
+		if i > 0 && fams[i-1].Name == f.Name {
+			return fmt.Errorf("write metrics: two families named %s", f.Name)
+		}
 		if len(f.series) == 0 {
 			continue
 		}
-		bw.WriteString("# HELP " + f.Name + " " + escapeHelp(f.Help) + "\n")
-		bw.WriteString("# TYPE " + f.Name + " " + string(f.Type) + "\n")
+		b.WriteString("# HELP " + f.Name + " " + escapeHelp(f.Help) + "\n")
+		b.WriteString("# TYPE " + f.Name + " " + string(f.Type) + "\n")
 		ss := slices.Clone(f.series)
 		slices.SortStableFunc(ss, func(a, b series) int { return slices.Compare(a.values, b.values) })
-		for _, s := range ss {
-			if s.hist == nil {
-				writeSample(bw, f.Name, f.Labels, s.values, "", "", s.value)
+		for j, s := range ss {
+			if j > 0 && slices.Equal(ss[j-1].values, s.values) {
+				return fmt.Errorf("write metrics: %s has two series labelled %q", f.Name, s.values)
+			}
+			if s.dist == nil {
+				writeSample(&b, f.Name, f.Labels, s.values, "", "", s.value)
 				continue
 			}
-			for i, b := range s.hist.bounds {
-				writeSample(bw, f.Name+"_bucket", f.Labels, s.values, "le", formatFloat(b), float64(s.hist.counts[i]))
+			if f.Type == Summary {
+				for i, q := range s.dist.bounds {
+					writeSample(&b, f.Name, f.Labels, s.values, "quantile", formatFloat(q), s.dist.values[i])
+				}
+			} else {
+				for i, le := range s.dist.bounds {
+					writeSample(&b, f.Name+"_bucket", f.Labels, s.values, "le", formatFloat(le), s.dist.values[i])
+				}
+				writeSample(&b, f.Name+"_bucket", f.Labels, s.values, "le", "+Inf", float64(s.dist.count))
 			}
-			writeSample(bw, f.Name+"_bucket", f.Labels, s.values, "le", "+Inf", float64(s.hist.count))
-			writeSample(bw, f.Name+"_sum", f.Labels, s.values, "", "", s.hist.sum)
-			writeSample(bw, f.Name+"_count", f.Labels, s.values, "", "", float64(s.hist.count))
+			writeSample(&b, f.Name+"_sum", f.Labels, s.values, "", "", s.dist.sum)
+			writeSample(&b, f.Name+"_count", f.Labels, s.values, "", "", float64(s.dist.count))
 		}
 	}
-	return bw.Flush()
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 // writeSample writes one line; labels come sorted by name, with the extra
-// label (le) last as client libraries write it.
-func writeSample(w *bufio.Writer, name string, names, values []string, extraName, extraValue string, v float64) {
+// label (le, quantile) last as client libraries write it.
+func writeSample(w *bytes.Buffer, name string, names, values []string, extraName, extraValue string, v float64) {
 	w.WriteString(name)
 	type pair struct{ n, v string }
 	pairs := make([]pair, 0, len(names)+1)

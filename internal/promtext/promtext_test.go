@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,6 +35,12 @@ func parse(t *testing.T, b []byte) map[string]float64 {
 				out[key] = m.Gauge.GetValue()
 			case m.Counter != nil:
 				out[key] = m.Counter.GetValue()
+			case m.Summary != nil:
+				out[key+",count"] = float64(m.Summary.GetSampleCount())
+				out[key+",sum"] = m.Summary.GetSampleSum()
+				for _, q := range m.Summary.Quantile {
+					out[key+",quantile="+formatFloat(q.GetQuantile())] = q.GetValue()
+				}
 			case m.Histogram != nil:
 				out[key+",count"] = float64(m.Histogram.GetSampleCount())
 				out[key+",sum"] = m.Histogram.GetSampleSum()
@@ -47,17 +54,19 @@ func parse(t *testing.T, b []byte) map[string]float64 {
 }
 
 func TestWriteIsValidTextFormat(t *testing.T) {
-	jobs := NewFamily("q_jobs", "Jobs by queue\nand state, with a \\ in help.", Gauge, "queue", "state")
-	jobs.Add(3, "mail", "pending")
-	jobs.Add(1, `we"ird\`+"\nname", "dead")
+	jobs := NewFamily("q_jobs", "Jobs by queue\nand state, with a \\ in help.", Gauge, "state", "queue")
+	jobs.Add(3, "pending", "mail")
+	jobs.Add(1, "dead", `we"ird\`+"\nname")
 	runs := NewFamily("q_runs_total", "Runs.", Counter)
 	runs.Add(math.Inf(1))
 	empty := NewFamily("q_empty", "Nothing recorded.", Gauge, "queue")
 	hist := NewFamily("q_seconds", "Run times.", Histogram, "queue")
 	hist.AddHistogram([]float64{0.005, 1, 2.5}, []uint64{1, 4, 4}, 6, 12.25, "mail")
+	pauses := NewFamily("q_pause_seconds", "Pauses.", Summary)
+	pauses.AddSummary([]float64{0, 0.5, 1}, []float64{0.001, 0.002, 0.25}, 9, 0.5)
 
 	var b bytes.Buffer
-	if err := Write(&b, []*Family{runs, jobs, empty, hist}); err != nil {
+	if err := Write(&b, []*Family{runs, jobs, empty, hist, pauses}); err != nil {
 		t.Fatal(err)
 	}
 	got := parse(t, b.Bytes())
@@ -71,6 +80,11 @@ func TestWriteIsValidTextFormat(t *testing.T) {
 		"q_seconds,queue=mail,le=1":     4,
 		"q_seconds,queue=mail,le=2.5":   4,
 		"q_seconds,queue=mail,le=+Inf":  6,
+		"q_pause_seconds,count":         9,
+		"q_pause_seconds,sum":           0.5,
+		"q_pause_seconds,quantile=0":    0.001,
+		"q_pause_seconds,quantile=0.5":  0.002,
+		"q_pause_seconds,quantile=1":    0.25,
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {
@@ -92,17 +106,46 @@ func TestWriteIsValidTextFormat(t *testing.T) {
 	}
 }
 
+// Mistakes in what is recorded fail loudly instead of writing what
+// Prometheus would reject or misread.
+func TestWriteRefusesDuplicates(t *testing.T) {
+	a, b := NewFamily("q_jobs", "Jobs.", Gauge, "queue"), NewFamily("q_jobs", "Jobs again.", Gauge, "queue")
+	a.Add(1, "mail")
+	b.Add(2, "web")
+	var out bytes.Buffer
+	if err := Write(&out, []*Family{a, b}); err == nil || out.Len() > 0 {
+		t.Errorf("two families of one name: err %v, wrote %q", err, out.String())
+	}
+	a.Add(3, "mail")
+	if err := Write(&out, []*Family{a}); err == nil || out.Len() > 0 {
+		t.Errorf("two series with the same labels: err %v, wrote %q", err, out.String())
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a sample with too few label values was taken")
+		}
+	}()
+	b.Add(4)
+}
+
 func TestRuntimeAndProcessFigures(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process figures come from /proc (Linux)")
+	}
 	var b bytes.Buffer
-	if err := Write(&b, append(GoRuntime(), Process()...)); err != nil {
+	if err := Write(&b, append(GoRuntime(), NewProcessReader().Self()...)); err != nil {
 		t.Fatal(err)
 	}
 	got := parse(t, b.Bytes())
-	for _, name := range []string{"go_goroutines", "go_threads", "go_memstats_alloc_bytes", "go_sched_gomaxprocs_threads",
+	for _, name := range []string{"go_goroutines", "go_threads", "go_memstats_alloc_bytes", "go_memstats_heap_inuse_bytes",
+		"go_memstats_next_gc_bytes", "go_sched_gomaxprocs_threads", "go_gc_gogc_percent",
 		"process_resident_memory_bytes", "process_open_fds", "process_max_fds", "process_start_time_seconds"} {
 		if got[name] <= 0 {
 			t.Errorf("%s = %v, want > 0", name, got[name])
 		}
+	}
+	if _, ok := got["go_gc_duration_seconds,quantile=0.5"]; !ok {
+		t.Errorf("no GC pause summary:\n%s", b.String())
 	}
 }
 
@@ -110,6 +153,10 @@ func TestRuntimeAndProcessFigures(t *testing.T) {
 // started between two clock readings reports a start between them (to the
 // kernel's 10 ms tick), and a child that spins reports its CPU time.
 func TestProcessStartAndCPU(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process figures come from /proc (Linux)")
+	}
+	procs := NewProcessReader()
 	before := time.Now()
 	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sleep 30")
 	if err := cmd.Start(); err != nil {
@@ -119,20 +166,27 @@ func TestProcessStartAndCPU(t *testing.T) {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	dir := "/proc/" + strconv.Itoa(cmd.Process.Pid)
 	var b bytes.Buffer
-	if err := Write(&b, process(dir)); err != nil {
+	if err := Write(&b, procs.read(dir)); err != nil {
 		t.Fatal(err)
 	}
 	got := parse(t, b.Bytes())
 	start := got["process_start_time_seconds"]
-	lo, hi := float64(before.UnixNano())/1e9-0.02, float64(after.UnixNano())/1e9+0.02
+	// The boot time and the start are each cut to 10 ms ticks.
+	lo, hi := float64(before.UnixNano())/1e9-0.05, float64(after.UnixNano())/1e9+0.05
 	if start < lo || start > hi {
 		t.Errorf("child's process_start_time_seconds %.3f, want within [%.3f, %.3f]", start, lo, hi)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		b.Reset()
-		Write(&b, process(dir))
-		if cpu := parse(t, b.Bytes())["process_cpu_seconds_total"]; cpu >= 0.05 {
+		Write(&b, procs.read(dir))
+		again := parse(t, b.Bytes())
+		// A restart alert watches changes of the start time: it must
+		// read the same at every scrape.
+		if again["process_start_time_seconds"] != start {
+			t.Fatalf("process_start_time_seconds moved from %.3f to %.3f", start, again["process_start_time_seconds"])
+		}
+		if again["process_cpu_seconds_total"] >= 0.05 {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -3,6 +3,7 @@ package promtext
 import (
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -14,57 +15,98 @@ import (
 // 1/100 s on every Linux architecture Go supports.
 const userHZ = 100
 
-// goMetrics maps runtime/metrics samples to the names client libraries
-// give them.
-var goMetrics = []struct {
-	key, name, help string
-	typ             Type
-}{
-	{"/sched/goroutines:goroutines", "go_goroutines", "Number of goroutines that currently exist.", Gauge},
-	{"/memory/classes/heap/objects:bytes", "go_memstats_alloc_bytes", "Number of bytes allocated in heap and currently in use.", Gauge},
-	{"/gc/heap/allocs:bytes", "go_memstats_alloc_bytes_total", "Total number of bytes allocated in heap until now.", Counter},
-	{"/memory/classes/total:bytes", "go_memstats_sys_bytes", "Number of bytes obtained from the system.", Gauge},
-	{"/gc/heap/objects:objects", "go_memstats_heap_objects", "Number of currently allocated objects.", Gauge},
-	{"/gc/cycles/total:gc-cycles", "go_gc_cycles_total", "Number of completed garbage collection cycles.", Counter},
-	{"/gc/gogc:percent", "go_gc_gogc_percent", "Heap size target percentage (GOGC).", Gauge},
-	{"/gc/gomemlimit:bytes", "go_gc_gomemlimit_bytes", "Go runtime memory limit (GOMEMLIMIT).", Gauge},
-	{"/sched/gomaxprocs:threads", "go_sched_gomaxprocs_threads", "The current runtime.GOMAXPROCS setting.", Gauge},
-}
-
-// GoRuntime returns the Go runtime's figures for this process.
+// GoRuntime returns the Go runtime's figures for this process, under the
+// names and types of the Go client library's default collector.
 func GoRuntime() []*Family {
-	samples := make([]metrics.Sample, len(goMetrics))
-	for i, m := range goMetrics {
-		samples[i].Name = m.key
-	}
-	metrics.Read(samples)
 	var out []*Family
-	for i, m := range goMetrics {
-		var v float64
-		switch samples[i].Value.Kind() {
-		case metrics.KindUint64:
-			v = float64(samples[i].Value.Uint64())
-		case metrics.KindFloat64:
-			v = samples[i].Value.Float64()
-		default:
-			continue // not known to this Go release
-		}
-		f := NewFamily(m.name, m.help, m.typ)
+	add := func(name, help string, typ Type, v float64) {
+		f := NewFamily(name, help, typ)
 		f.Add(v)
 		out = append(out, f)
 	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms) // stops the world for microseconds, once a scrape
+	for _, m := range []struct {
+		name, help string
+		typ        Type
+		v          uint64
+	}{
+		{"go_memstats_alloc_bytes", "Number of bytes allocated in heap and currently in use.", Gauge, ms.Alloc},
+		{"go_memstats_alloc_bytes_total", "Total number of bytes allocated in heap until now, even if released already.", Counter, ms.TotalAlloc},
+		{"go_memstats_sys_bytes", "Number of bytes obtained from system.", Gauge, ms.Sys},
+		{"go_memstats_mallocs_total", "Total number of heap objects allocated, both live and gc-ed.", Counter, ms.Mallocs},
+		{"go_memstats_frees_total", "Total number of heap objects frees.", Counter, ms.Frees},
+		{"go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and currently in use.", Gauge, ms.HeapAlloc},
+		{"go_memstats_heap_sys_bytes", "Number of heap bytes obtained from system.", Gauge, ms.HeapSys},
+		{"go_memstats_heap_idle_bytes", "Number of heap bytes waiting to be used.", Gauge, ms.HeapIdle},
+		{"go_memstats_heap_inuse_bytes", "Number of heap bytes that are in use.", Gauge, ms.HeapInuse},
+		{"go_memstats_heap_released_bytes", "Number of heap bytes released to OS.", Gauge, ms.HeapReleased},
+		{"go_memstats_heap_objects", "Number of currently allocated objects.", Gauge, ms.HeapObjects},
+		{"go_memstats_stack_inuse_bytes", "Number of bytes obtained from system for stack allocator in non-CGO environments.", Gauge, ms.StackInuse},
+		{"go_memstats_stack_sys_bytes", "Number of bytes obtained from system for stack allocator.", Gauge, ms.StackSys},
+		{"go_memstats_mspan_inuse_bytes", "Number of bytes in use by mspan structures.", Gauge, ms.MSpanInuse},
+		{"go_memstats_mspan_sys_bytes", "Number of bytes used for mspan structures obtained from system.", Gauge, ms.MSpanSys},
+		{"go_memstats_mcache_inuse_bytes", "Number of bytes in use by mcache structures.", Gauge, ms.MCacheInuse},
+		{"go_memstats_mcache_sys_bytes", "Number of bytes used for mcache structures obtained from system.", Gauge, ms.MCacheSys},
+		{"go_memstats_buck_hash_sys_bytes", "Number of bytes used by the profiling bucket hash table.", Gauge, ms.BuckHashSys},
+		{"go_memstats_gc_sys_bytes", "Number of bytes used for garbage collection system metadata.", Gauge, ms.GCSys},
+		{"go_memstats_other_sys_bytes", "Number of bytes used for other system allocations.", Gauge, ms.OtherSys},
+		{"go_memstats_next_gc_bytes", "Number of heap bytes when next garbage collection will take place.", Gauge, ms.NextGC},
+	} {
+		add(m.name, m.help, m.typ, float64(m.v))
+	}
+	add("go_memstats_last_gc_time_seconds", "Number of seconds since 1970 of last garbage collection.", Gauge,
+		float64(ms.LastGC)/1e9)
+
+	// GC pauses as the client library gives them: a summary of the
+	// recent pauses' quantiles, with every pause's count and sum.
+	var gc debug.GCStats
+	gc.PauseQuantiles = make([]time.Duration, 5)
+	debug.ReadGCStats(&gc)
+	quantiles := []float64{0, 0.25, 0.5, 0.75, 1}
+	pauses := make([]float64, len(quantiles))
+	for i, d := range gc.PauseQuantiles {
+		pauses[i] = d.Seconds()
+	}
+	f := NewFamily("go_gc_duration_seconds", "A summary of the wall-time pause (stop-the-world) duration in garbage collection cycles.", Summary)
+	f.AddSummary(quantiles, pauses, uint64(gc.NumGC), gc.PauseTotal.Seconds())
+	out = append(out, f)
+
+	samples := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}, {Name: "/sched/gomaxprocs:threads"}}
+	metrics.Read(samples)
+	for i, m := range []struct{ name, help string }{
+		{"go_gc_gogc_percent", "Heap size target percentage configured by the user, otherwise 100."},
+		{"go_gc_gomemlimit_bytes", "Go runtime memory limit configured by the user, otherwise math.MaxInt64."},
+		{"go_sched_gomaxprocs_threads", "The current runtime.GOMAXPROCS setting."},
+	} {
+		if samples[i].Value.Kind() == metrics.KindUint64 {
+			add(m.name, m.help, Gauge, float64(samples[i].Value.Uint64()))
+		}
+	}
+	add("go_goroutines", "Number of goroutines that currently exist.", Gauge, float64(runtime.NumGoroutine()))
 	threads, _ := runtime.ThreadCreateProfile(nil)
-	f := NewFamily("go_threads", "Number of OS threads created.", Gauge)
-	f.Add(float64(threads))
+	add("go_threads", "Number of OS threads created.", Gauge, float64(threads))
 	info := NewFamily("go_info", "Information about the Go environment.", Gauge, "version")
 	info.Add(1, runtime.Version())
-	return append(out, f, info)
+	return append(out, info)
 }
 
-// Process returns this process's CPU time, memory, open files and start
-// time, read from /proc; none where /proc is not mounted.
-func Process() []*Family {
-	out := process("/proc/self")
+// ProcessReader reads a process's figures from /proc (Linux only: where
+// /proc is not mounted it has none).
+type ProcessReader struct {
+	boot float64 // seconds since the epoch; 0 when unknown
+}
+
+// NewProcessReader fixes the system's boot time as the wall clock sees it
+// now, so every reading of one process gives the same start time.
+func NewProcessReader() *ProcessReader {
+	boot, _ := bootTime()
+	return &ProcessReader{boot: boot}
+}
+
+// Self returns this process's CPU time, memory, open files and start time.
+func (p *ProcessReader) Self() []*Family {
+	out := p.read("/proc/self")
 	var lim syscall.Rlimit
 	if len(out) > 0 && syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
 		f := NewFamily("process_max_fds", "Maximum number of open file descriptors.", Gauge)
@@ -74,8 +116,8 @@ func Process() []*Family {
 	return out
 }
 
-// process reads the figures of the process whose /proc directory is dir.
-func process(dir string) []*Family {
+// read reads the figures of the process whose /proc directory is dir.
+func (p *ProcessReader) read(dir string) []*Family {
 	stat, err := os.ReadFile(dir + "/stat")
 	if err != nil {
 		return nil
@@ -101,9 +143,9 @@ func process(dir string) []*Family {
 		(field(14)+field(15))/userHZ)
 	add("process_virtual_memory_bytes", "Virtual memory size in bytes.", Gauge, field(23))
 	add("process_resident_memory_bytes", "Resident memory size in bytes.", Gauge, field(24)*float64(os.Getpagesize()))
-	if boot, ok := bootTime(); ok {
+	if p.boot > 0 {
 		add("process_start_time_seconds", "Start time of the process since unix epoch in seconds.", Gauge,
-			boot+field(22)/userHZ)
+			p.boot+field(22)/userHZ)
 	}
 	if fds, err := os.ReadDir(dir + "/fd"); err == nil {
 		add("process_open_fds", "Number of open file descriptors.", Gauge, float64(len(fds)))
@@ -112,8 +154,9 @@ func process(dir string) []*Family {
 }
 
 // bootTime is when the system booted, in seconds since the epoch, as the
-// wall clock now sees it: now less the uptime. (The btime of /proc/stat is
-// whole seconds and drifts from the wall clock as it is adjusted.)
+// wall clock now sees it: now less the uptime, to 10 ms. (The btime of
+// /proc/stat is whole seconds, and drifts from the wall clock as NTP
+// adjusts it.)
 func bootTime() (float64, bool) {
 	now := time.Now()
 	b, err := os.ReadFile("/proc/uptime")
