@@ -700,11 +700,13 @@ func TestE2EStatsConfigAndCleanup(t *testing.T) {
 // (timings live in benchmarks, not tests), only that it measures.
 func TestE2EBenchQuick(t *testing.T) {
 	c := newCLI(t)
-	out := c.ok("bench", "--quick", "--only", "enqueue,engine,latency", "--json")
+	out := c.ok("bench", "--quick", "--only", "enqueue,engine,latency,scale", "--json")
 	var results []struct {
 		Scenario string    `json:"scenario"`
+		Unit     string    `json:"unit"`
 		Value    float64   `json:"value"`
 		Runs     []float64 `json:"runs"`
+		Base     float64   `json:"base"`
 	}
 	if err := json.Unmarshal([]byte(out), &results); err != nil {
 		t.Fatalf("bench --json: %v\n%s", err, out)
@@ -714,9 +716,12 @@ func TestE2EBenchQuick(t *testing.T) {
 		if r.Value <= 0 || len(r.Runs) == 0 {
 			t.Errorf("figure without a measurement: %+v", r)
 		}
+		if r.Scenario == "scale" && r.Unit == "jobs/s" && r.Base <= 0 {
+			t.Errorf("large-table rate without the empty-table rate measured next to it: %+v", r)
+		}
 		seen[r.Scenario]++
 	}
-	if seen["enqueue"] != 1 || seen["engine"] != 3 || seen["latency"] != 3 {
+	if seen["enqueue"] != 1 || seen["engine"] != 3 || seen["latency"] != 3 || seen["scale"] != 2 || seen["scale-baseline"] != 1 {
 		t.Fatalf("scenarios measured: %v", seen)
 	}
 }

@@ -145,9 +145,6 @@ func Scenarios() []string {
 type runner struct {
 	cfg Config
 	tmp string
-	// engineRate8 is the empty-table engine rate at 8 slots, the baseline
-	// of the scale scenario.
-	engineRate8 float64
 }
 
 // Run runs the selected scenarios and returns their figures.
@@ -228,18 +225,23 @@ func result(scen, name, unit string, runs []float64, against string, base float6
 func (b *runner) repeat(ctx context.Context, fn func(ctx context.Context, dsn string) (float64, error)) ([]float64, error) {
 	var out []float64
 	for i := 0; i < b.cfg.Runs; i++ {
-		dsn, cleanup, err := b.cfg.NewDB(ctx)
-		if err != nil {
-			return nil, err
-		}
-		v, err := fn(ctx, dsn)
-		cleanup()
+		v, err := b.fresh(ctx, fn)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// fresh runs fn once on a fresh database.
+func (b *runner) fresh(ctx context.Context, fn func(ctx context.Context, dsn string) (float64, error)) (float64, error) {
+	dsn, cleanup, err := b.cfg.NewDB(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer cleanup()
+	return fn(ctx, dsn)
 }
 
 // cli runs the queuectl binary with its own home and the given database.
