@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"compress/gzip"
 	"context"
 	"io"
@@ -161,11 +160,10 @@ func (s *Server) metricsHandler() http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), scrapeTimeout)
 		defer cancel()
 		fams, err := collect(ctx, s.cfg.Store, s.now())
-		var body bytes.Buffer
+		var body []byte
 		if err == nil {
 			fams = append(fams, promtext.GoRuntime()...)
-			fams = append(fams, procs.Self()...)
-			err = promtext.Write(&body, fams)
+			body, err = promtext.Encode(append(fams, procs.Self()...))
 		}
 		if err != nil {
 			s.cfg.Log.Error().Err(err).Msg("metrics scrape failed")
@@ -180,7 +178,7 @@ func (s *Server) metricsHandler() http.Handler {
 			zw = gzip.NewWriter(w)
 			out = zw
 		}
-		_, err = body.WriteTo(out)
+		_, err = out.Write(body)
 		if zw != nil && err == nil {
 			err = zw.Close()
 		}

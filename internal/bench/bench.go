@@ -225,7 +225,7 @@ func result(scen, name, unit string, runs []float64, against string, base float6
 func (b *runner) repeat(ctx context.Context, fn func(ctx context.Context, dsn string) (float64, error)) ([]float64, error) {
 	var out []float64
 	for i := 0; i < b.cfg.Runs; i++ {
-		v, err := b.fresh(ctx, fn)
+		v, err := b.oneRun(ctx, fn)
 		if err != nil {
 			return nil, err
 		}
@@ -234,8 +234,8 @@ func (b *runner) repeat(ctx context.Context, fn func(ctx context.Context, dsn st
 	return out, nil
 }
 
-// fresh runs fn once on a fresh database.
-func (b *runner) fresh(ctx context.Context, fn func(ctx context.Context, dsn string) (float64, error)) (float64, error) {
+// oneRun runs fn once on a fresh database.
+func (b *runner) oneRun(ctx context.Context, fn func(ctx context.Context, dsn string) (float64, error)) (float64, error) {
 	dsn, cleanup, err := b.cfg.NewDB(ctx)
 	if err != nil {
 		return 0, err

@@ -68,16 +68,6 @@ func (b *runner) limits(ctx context.Context) ([]Result, error) {
 	return out, nil
 }
 
-// oneRun runs fn once on a fresh database.
-func (b *runner) oneRun(ctx context.Context, fn func(ctx context.Context, dsn string) (float64, error)) (float64, error) {
-	dsn, cleanup, err := b.cfg.NewDB(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer cleanup()
-	return fn(ctx, dsn)
-}
-
 func ptr[T any](v T) *T { return &v }
 
 // ratelimit: rate_limit = "50/s" on a queue that four worker processes (4

@@ -262,7 +262,7 @@ func (b *runner) idle(ctx context.Context) ([]Result, error) {
 	}
 	defer b.stopWorkers(dsn)
 	time.Sleep(time.Second)
-	before, err := cpuTicks(pids)
+	before, err := procCPU(pids)
 	if err != nil {
 		return nil, err
 	}
@@ -272,11 +272,11 @@ func (b *runner) idle(ctx context.Context) ([]Result, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	after, err := cpuTicks(pids)
+	after, err := procCPU(pids)
 	if err != nil {
 		return nil, err
 	}
-	cpu := float64(after-before) / clockTicks / time.Since(start).Seconds() * 100
+	cpu := (after.own() - before.own()).Seconds() / time.Since(start).Seconds() * 100
 	rss, err := rssMiB(pids[0])
 	if err != nil {
 		return nil, err
@@ -285,27 +285,6 @@ func (b *runner) idle(ctx context.Context) ([]Result, error) {
 		[]float64{cpu}, "target", targetIdleCPU, "lower")
 	m := result("idle", "resident memory of one idle worker", "MiB", []float64{rss}, "target", targetIdleRSS, "lower")
 	return []Result{r, m}, nil
-}
-
-// clockTicks is USER_HZ, the unit of /proc/PID/stat times (100 on Linux).
-const clockTicks = 100
-
-// cpuTicks sums utime+stime of the processes.
-func cpuTicks(pids []int) (int64, error) {
-	var total int64
-	for _, pid := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return 0, fmt.Errorf("worker %d: %w", pid, err)
-		}
-		s := string(b)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		// After the comm field: state is field 3; utime and stime are 14 and 15.
-		u, _ := strconv.ParseInt(fields[11], 10, 64)
-		st, _ := strconv.ParseInt(fields[12], 10, 64)
-		total += u + st
-	}
-	return total, nil
 }
 
 func rssMiB(pid int) (float64, error) {
@@ -351,7 +330,7 @@ func (b *runner) scale(ctx context.Context) ([]Result, error) {
 	// minutes apart on a machine whose speed drifts.
 	var runs, empty []float64
 	for range b.cfg.Runs {
-		base, err := b.fresh(ctx, func(ctx context.Context, dsn string) (float64, error) {
+		base, err := b.oneRun(ctx, func(ctx context.Context, dsn string) (float64, error) {
 			return b.emptyTableRate(ctx, dsn, n, 8)
 		})
 		if err != nil {

@@ -10,11 +10,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/queuectl/queuectl/internal/proc"
 )
 
 // The shell-job scenarios against a baseline that scales: N goroutines each
@@ -125,11 +126,11 @@ func (b *runner) shellJobs(ctx context.Context, dsn string, procs, slots int) (s
 	if per < 1 {
 		per = 1
 	}
-	tick := 1000.0 / clockTicks / per // ms per job of one tick
-	r.user = float64(cpu1.user-cpu0.user) * tick
-	r.sys = float64(cpu1.sys-cpu0.sys) * tick
-	r.childUser = float64(cpu1.childUser-cpu0.childUser) * tick
-	r.childSys = float64(cpu1.childSys-cpu0.childSys) * tick
+	perJob := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / per } // ms
+	r.user = perJob(cpu1.user - cpu0.user)
+	r.sys = perJob(cpu1.sys - cpu0.sys)
+	r.childUser = perJob(cpu1.childUser - cpu0.childUser)
+	r.childSys = perJob(cpu1.childSys - cpu0.childSys)
 	b.stopWorkers(dsn)
 	stopped = true
 	held, err := b.writeLockHeld(ctx, pids)
@@ -142,30 +143,25 @@ func (b *runner) shellJobs(ctx context.Context, dsn string, procs, slots int) (s
 	return r, nil
 }
 
-// cpuTimes are clock ticks from /proc/PID/stat, summed over processes.
-type cpuTimes struct{ user, sys, childUser, childSys int64 }
+// cpuTimes are CPU times from /proc/PID/stat, summed over processes: their
+// own (utime, stime, without children) and their children's that they
+// waited for (cutime, cstime).
+type cpuTimes struct{ user, sys, childUser, childSys time.Duration }
 
-// procCPU reads utime and stime (the processes' own, without children)
-// and cutime and cstime (the children they waited for).
+func (t cpuTimes) own() time.Duration { return t.user + t.sys }
+
+// procCPU reads the processes' CPU times.
 func procCPU(pids []int) (cpuTimes, error) {
 	var t cpuTimes
 	for _, pid := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		u, err := proc.ReadUsage(pid)
 		if err != nil {
 			return t, fmt.Errorf("worker %d: %w", pid, err)
 		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		// After the comm field, state is field 3: utime, stime, cutime and
-		// cstime (fields 14 to 17) are f[11] to f[14].
-		v := make([]int64, 4)
-		for i := range v {
-			v[i], _ = strconv.ParseInt(f[11+i], 10, 64)
-		}
-		t.user += v[0]
-		t.sys += v[1]
-		t.childUser += v[2]
-		t.childSys += v[3]
+		t.user += u.User
+		t.sys += u.System
+		t.childUser += u.ChildUser
+		t.childSys += u.ChildSystem
 	}
 	return t, nil
 }

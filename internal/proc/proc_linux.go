@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // BootID returns an identifier of the process table this process sees: the
@@ -103,6 +104,30 @@ type stat struct {
 	ppid  int
 	pgrp  int
 	start uint64
+	// utime, stime, cutime, cstime (fields 14 to 17), vsize (23) and rss
+	// (24, in pages).
+	utime, stime, cutime, cstime, vsize, rss uint64
+}
+
+// userHZ is the unit of the times in /proc/PID/stat: clock ticks of 1/100 s
+// on every Linux architecture Go supports.
+const userHZ = 100
+
+func ticks(n uint64) time.Duration { return time.Duration(n) * (time.Second / userHZ) }
+
+// ReadUsage reads what process pid has used so far from /proc/PID/stat.
+// The error wraps os.ErrNotExist if there is no such process.
+func ReadUsage(pid int) (Usage, error) {
+	st, err := readStat(pid)
+	if err != nil {
+		return Usage{}, fmt.Errorf("read usage: %w", err)
+	}
+	return Usage{
+		User: ticks(st.utime), System: ticks(st.stime),
+		ChildUser: ticks(st.cutime), ChildSystem: ticks(st.cstime),
+		Started:      ticks(st.start),
+		VirtualBytes: st.vsize, ResidentBytes: st.rss * uint64(os.Getpagesize()),
+	}, nil
 }
 
 // readStat reads /proc/PID/stat. Errors for a process that does not exist (or
@@ -134,9 +159,9 @@ func parseStat(b []byte) (stat, error) {
 	if open < 0 || closing < open {
 		return stat{}, errors.New("malformed stat: no comm field")
 	}
-	// Fields 3.. (state is field 3, starttime field 22).
+	// Fields 3.. (state is field 3, starttime field 22, rss field 24).
 	f := strings.Fields(string(b[closing+1:]))
-	if len(f) < 20 || len(f[0]) != 1 {
+	if len(f) < 22 || len(f[0]) != 1 {
 		return stat{}, errors.New("malformed stat: too few fields")
 	}
 	st := stat{comm: string(b[open+1 : closing]), state: f[0][0]}
@@ -149,6 +174,14 @@ func parseStat(b []byte) (stat, error) {
 	}
 	if st.start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
 		return stat{}, fmt.Errorf("malformed stat: starttime: %w", err)
+	}
+	for _, v := range []struct {
+		field int // as numbered in proc(5)
+		to    *uint64
+	}{{14, &st.utime}, {15, &st.stime}, {16, &st.cutime}, {17, &st.cstime}, {23, &st.vsize}, {24, &st.rss}} {
+		if *v.to, err = strconv.ParseUint(f[v.field-3], 10, 64); err != nil {
+			return stat{}, fmt.Errorf("malformed stat: field %d: %w", v.field, err)
+		}
 	}
 	return st, nil
 }

@@ -123,7 +123,8 @@ func TestParseStatOddComm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.comm != "a) b (c) S" || st.state != 'R' || st.ppid != 17 || st.pgrp != 4242 || st.start != 987654 {
+	if st.comm != "a) b (c) S" || st.state != 'R' || st.ppid != 17 || st.pgrp != 4242 || st.start != 987654 ||
+		st.utime != 1 || st.stime != 2 || st.vsize != 1000 || st.rss != 100 {
 		t.Fatalf("parseStat = %+v", st)
 	}
 	for _, bad := range []string{"", "1 (x", "1 (x) S 1 2", "1 (x) S a 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 1 1"} {
@@ -225,4 +226,17 @@ func countEnv(t *testing.T, entry string) int {
 		}
 	}
 	return n
+}
+
+func TestReadUsage(t *testing.T) {
+	u, err := ReadUsage(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.ResidentBytes == 0 || u.VirtualBytes < u.ResidentBytes || u.Started <= 0 {
+		t.Errorf("ReadUsage(self) = %+v: want resident > 0, virtual ≥ resident, a start time", u)
+	}
+	if _, err := ReadUsage(1 << 30); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ReadUsage(no such pid) = %v, want os.ErrNotExist", err)
+	}
 }

@@ -42,3 +42,8 @@ func GroupMembers(pgid int) ([]int, error) {
 func KillByEnv(entries ...string) (int, error) {
 	return 0, fmt.Errorf("kill by environment: %w", errors.ErrUnsupported)
 }
+
+// ReadUsage is not supported on this platform.
+func ReadUsage(pid int) (Usage, error) {
+	return Usage{}, fmt.Errorf("read usage: %w", errors.ErrUnsupported)
+}

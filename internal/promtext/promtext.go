@@ -14,7 +14,6 @@ package promtext
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -96,18 +95,18 @@ func (f *Family) check(labelValues []string) {
 // Len reports how many series the family holds.
 func (f *Family) Len() int { return len(f.series) }
 
-// Write writes the families in the text format: families by name, series
+// Encode returns the families in the text format: families by name, series
 // by label values, so a scrape reads the same whatever order the figures
 // were gathered in. A family without series is left out. Two families of
 // one name or two series of one family with the same label values are an
-// error, and nothing is written then.
-func Write(w io.Writer, families []*Family) error {
+// error.
+func Encode(families []*Family) ([]byte, error) {
 	var b bytes.Buffer
 	fams := slices.Clone(families)
 	slices.SortStableFunc(fams, func(a, b *Family) int { return strings.Compare(a.Name, b.Name) })
 	for i, f := range fams {
 		if i > 0 && fams[i-1].Name == f.Name {
-			return fmt.Errorf("write metrics: two families named %s", f.Name)
+			return nil, fmt.Errorf("encode metrics: two families named %s", f.Name)
 		}
 		if len(f.series) == 0 {
 			continue
@@ -118,7 +117,7 @@ func Write(w io.Writer, families []*Family) error {
 		slices.SortStableFunc(ss, func(a, b series) int { return slices.Compare(a.values, b.values) })
 		for j, s := range ss {
 			if j > 0 && slices.Equal(ss[j-1].values, s.values) {
-				return fmt.Errorf("write metrics: %s has two series labelled %q", f.Name, s.values)
+				return nil, fmt.Errorf("encode metrics: %s has two series labelled %q", f.Name, s.values)
 			}
 			if s.dist == nil {
 				writeSample(&b, f.Name, f.Labels, s.values, "", "", s.value)
@@ -138,8 +137,7 @@ func Write(w io.Writer, families []*Family) error {
 			writeSample(&b, f.Name+"_count", f.Labels, s.values, "", "", float64(s.dist.count))
 		}
 	}
-	_, err := w.Write(b.Bytes())
-	return err
+	return b.Bytes(), nil
 }
 
 // writeSample writes one line; labels come sorted by name, with the extra

@@ -5,7 +5,6 @@ import (
 	"math"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,15 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
+
+func encode(t *testing.T, fams []*Family) []byte {
+	t.Helper()
+	b, err := Encode(fams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
 
 // parse reads the text format with Prometheus's own parser, so what Write
 // produces is what a Prometheus server accepts.
@@ -65,11 +73,8 @@ func TestWriteIsValidTextFormat(t *testing.T) {
 	pauses := NewFamily("q_pause_seconds", "Pauses.", Summary)
 	pauses.AddSummary([]float64{0, 0.5, 1}, []float64{0.001, 0.002, 0.25}, 9, 0.5)
 
-	var b bytes.Buffer
-	if err := Write(&b, []*Family{runs, jobs, empty, hist, pauses}); err != nil {
-		t.Fatal(err)
-	}
-	got := parse(t, b.Bytes())
+	b := encode(t, []*Family{runs, jobs, empty, hist, pauses})
+	got := parse(t, b)
 	want := map[string]float64{
 		"q_jobs,queue=mail,state=pending":         3,
 		"q_jobs,queue=we\"ird\\\nname,state=dead": 1,
@@ -88,21 +93,21 @@ func TestWriteIsValidTextFormat(t *testing.T) {
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {
-			t.Errorf("%s = %v (present %v), want %v\n%s", k, g, ok, v, b.String())
+			t.Errorf("%s = %v (present %v), want %v\n%s", k, g, ok, v, string(b))
 		}
 	}
 	if len(got) != len(want) {
 		t.Errorf("parsed %d samples, want %d: %v", len(got), len(want), got)
 	}
-	if strings.Contains(b.String(), "q_empty") {
-		t.Errorf("a family without series is written:\n%s", b.String())
+	if strings.Contains(string(b), "q_empty") {
+		t.Errorf("a family without series is written:\n%s", string(b))
 	}
 	// Families by name, labels by name: the same figures read the same.
-	if i, j := strings.Index(b.String(), "# HELP q_jobs"), strings.Index(b.String(), "# HELP q_runs_total"); i > j {
-		t.Errorf("families out of name order:\n%s", b.String())
+	if i, j := strings.Index(string(b), "# HELP q_jobs"), strings.Index(string(b), "# HELP q_runs_total"); i > j {
+		t.Errorf("families out of name order:\n%s", string(b))
 	}
-	if !strings.Contains(b.String(), `q_jobs{queue="mail",state="pending"} 3`+"\n") {
-		t.Errorf("sample line not in the expected form:\n%s", b.String())
+	if !strings.Contains(string(b), `q_jobs{queue="mail",state="pending"} 3`+"\n") {
+		t.Errorf("sample line not in the expected form:\n%s", string(b))
 	}
 }
 
@@ -112,13 +117,12 @@ func TestWriteRefusesDuplicates(t *testing.T) {
 	a, b := NewFamily("q_jobs", "Jobs.", Gauge, "queue"), NewFamily("q_jobs", "Jobs again.", Gauge, "queue")
 	a.Add(1, "mail")
 	b.Add(2, "web")
-	var out bytes.Buffer
-	if err := Write(&out, []*Family{a, b}); err == nil || out.Len() > 0 {
-		t.Errorf("two families of one name: err %v, wrote %q", err, out.String())
+	if out, err := Encode([]*Family{a, b}); err == nil || out != nil {
+		t.Errorf("two families of one name: err %v, encoded %q", err, out)
 	}
 	a.Add(3, "mail")
-	if err := Write(&out, []*Family{a}); err == nil || out.Len() > 0 {
-		t.Errorf("two series with the same labels: err %v, wrote %q", err, out.String())
+	if out, err := Encode([]*Family{a}); err == nil || out != nil {
+		t.Errorf("two series with the same labels: err %v, encoded %q", err, out)
 	}
 	defer func() {
 		if recover() == nil {
@@ -132,11 +136,8 @@ func TestRuntimeAndProcessFigures(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("process figures come from /proc (Linux)")
 	}
-	var b bytes.Buffer
-	if err := Write(&b, append(GoRuntime(), NewProcessReader().Self()...)); err != nil {
-		t.Fatal(err)
-	}
-	got := parse(t, b.Bytes())
+	b := encode(t, append(GoRuntime(), NewProcessReader().Self()...))
+	got := parse(t, b)
 	for _, name := range []string{"go_goroutines", "go_threads", "go_memstats_alloc_bytes", "go_memstats_heap_inuse_bytes",
 		"go_memstats_next_gc_bytes", "go_sched_gomaxprocs_threads", "go_gc_gogc_percent",
 		"process_resident_memory_bytes", "process_open_fds", "process_max_fds", "process_start_time_seconds"} {
@@ -145,7 +146,7 @@ func TestRuntimeAndProcessFigures(t *testing.T) {
 		}
 	}
 	if _, ok := got["go_gc_duration_seconds,quantile=0.5"]; !ok {
-		t.Errorf("no GC pause summary:\n%s", b.String())
+		t.Errorf("no GC pause summary:\n%s", string(b))
 	}
 }
 
@@ -164,12 +165,7 @@ func TestProcessStartAndCPU(t *testing.T) {
 	}
 	after := time.Now()
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	dir := "/proc/" + strconv.Itoa(cmd.Process.Pid)
-	var b bytes.Buffer
-	if err := Write(&b, procs.read(dir)); err != nil {
-		t.Fatal(err)
-	}
-	got := parse(t, b.Bytes())
+	got := parse(t, encode(t, procs.read(cmd.Process.Pid)))
 	start := got["process_start_time_seconds"]
 	// The boot time and the start are each cut to 10 ms ticks.
 	lo, hi := float64(before.UnixNano())/1e9-0.05, float64(after.UnixNano())/1e9+0.05
@@ -178,9 +174,8 @@ func TestProcessStartAndCPU(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		b.Reset()
-		Write(&b, procs.read(dir))
-		again := parse(t, b.Bytes())
+		b := encode(t, procs.read(cmd.Process.Pid))
+		again := parse(t, b)
 		// A restart alert watches changes of the start time: it must
 		// read the same at every scrape.
 		if again["process_start_time_seconds"] != start {
@@ -190,7 +185,7 @@ func TestProcessStartAndCPU(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("a spinning child's CPU time stays under 50 ms:\n%s", b.String())
+			t.Fatalf("a spinning child's CPU time stays under 50 ms:\n%s", string(b))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -8,22 +8,16 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/queuectl/queuectl/internal/proc"
 	"time"
 )
-
-// userHZ is the unit of the CPU times in /proc/PID/stat: clock ticks of
-// 1/100 s on every Linux architecture Go supports.
-const userHZ = 100
 
 // GoRuntime returns the Go runtime's figures for this process, under the
 // names and types of the Go client library's default collector.
 func GoRuntime() []*Family {
 	var out []*Family
-	add := func(name, help string, typ Type, v float64) {
-		f := NewFamily(name, help, typ)
-		f.Add(v)
-		out = append(out, f)
-	}
+	add := func(name, help string, typ Type, v float64) { out = append(out, single(name, help, typ, v)) }
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms) // stops the world for microseconds, once a scrape
 	for _, m := range []struct {
@@ -91,6 +85,13 @@ func GoRuntime() []*Family {
 	return append(out, info)
 }
 
+// single is a family of one unlabelled sample.
+func single(name, help string, typ Type, v float64) *Family {
+	f := NewFamily(name, help, typ)
+	f.Add(v)
+	return f
+}
+
 // ProcessReader reads a process's figures from /proc (Linux only: where
 // /proc is not mounted it has none).
 type ProcessReader struct {
@@ -106,49 +107,31 @@ func NewProcessReader() *ProcessReader {
 
 // Self returns this process's CPU time, memory, open files and start time.
 func (p *ProcessReader) Self() []*Family {
-	out := p.read("/proc/self")
+	out := p.read(os.Getpid())
 	var lim syscall.Rlimit
 	if len(out) > 0 && syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
-		f := NewFamily("process_max_fds", "Maximum number of open file descriptors.", Gauge)
-		f.Add(float64(lim.Cur))
-		out = append(out, f)
+		out = append(out, single("process_max_fds", "Maximum number of open file descriptors.", Gauge, float64(lim.Cur)))
 	}
 	return out
 }
 
-// read reads the figures of the process whose /proc directory is dir.
-func (p *ProcessReader) read(dir string) []*Family {
-	stat, err := os.ReadFile(dir + "/stat")
+// read reads the figures of process pid.
+func (p *ProcessReader) read(pid int) []*Family {
+	u, err := proc.ReadUsage(pid)
 	if err != nil {
 		return nil
 	}
-	// The command name (field 2) may hold spaces and parentheses: the
-	// fields after it start past the last ')'.
-	s := string(stat)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	field := func(n int) float64 { // n counts from 1 as in proc(5)
-		if n-3 >= len(fields) {
-			return 0
-		}
-		v, _ := strconv.ParseFloat(fields[n-3], 64)
-		return v
+	out := []*Family{
+		single("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", Counter, (u.User + u.System).Seconds()),
+		single("process_virtual_memory_bytes", "Virtual memory size in bytes.", Gauge, float64(u.VirtualBytes)),
+		single("process_resident_memory_bytes", "Resident memory size in bytes.", Gauge, float64(u.ResidentBytes)),
 	}
-	var out []*Family
-	add := func(name, help string, typ Type, v float64) {
-		f := NewFamily(name, help, typ)
-		f.Add(v)
-		out = append(out, f)
-	}
-	add("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", Counter,
-		(field(14)+field(15))/userHZ)
-	add("process_virtual_memory_bytes", "Virtual memory size in bytes.", Gauge, field(23))
-	add("process_resident_memory_bytes", "Resident memory size in bytes.", Gauge, field(24)*float64(os.Getpagesize()))
 	if p.boot > 0 {
-		add("process_start_time_seconds", "Start time of the process since unix epoch in seconds.", Gauge,
-			p.boot+field(22)/userHZ)
+		out = append(out, single("process_start_time_seconds", "Start time of the process since unix epoch in seconds.", Gauge,
+			p.boot+u.Started.Seconds()))
 	}
-	if fds, err := os.ReadDir(dir + "/fd"); err == nil {
-		add("process_open_fds", "Number of open file descriptors.", Gauge, float64(len(fds)))
+	if fds, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd"); err == nil {
+		out = append(out, single("process_open_fds", "Number of open file descriptors.", Gauge, float64(len(fds))))
 	}
 	return out
 }
