@@ -194,6 +194,10 @@ func TestE2EJobCompletes(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), `"message":"worker starting"`) {
 		t.Fatalf("worker log: %v\n%s", err, b)
 	}
+	// Its one slot runs Go code on one thread.
+	if os.Getenv("GOMAXPROCS") == "" && !strings.Contains(string(b), `"gomaxprocs":1,`) {
+		t.Fatalf("a worker with one slot does not run with GOMAXPROCS 1:\n%s", b)
+	}
 }
 
 func TestE2ERetryBackoffAndDLQ(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -111,6 +112,7 @@ func (a *app) runWorker(ctx context.Context, o *workerOptions) error {
 	if o.slots < 1 {
 		return usagef("--slots %d: must be at least 1", o.slots)
 	}
+	runtime.GOMAXPROCS(workerProcs(o.slots, runtime.GOMAXPROCS(0), os.Getenv("GOMAXPROCS")))
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err != nil {
@@ -135,7 +137,7 @@ func (a *app) runWorker(ctx context.Context, o *workerOptions) error {
 		return err
 	}
 	defer st.Close()
-	log.Info().Str("database", redactDSN(dsn)).Strs("queues", o.queues).Int("slots", o.slots).Msg("worker starting")
+	log.Info().Str("database", redactDSN(dsn)).Strs("queues", o.queues).Int("slots", o.slots).Int("gomaxprocs", runtime.GOMAXPROCS(0)).Msg("worker starting")
 	eng := queue.NewEngine(st, shellRunner{executor.New(executor.Config{KillGrace: o.kill}), jobDBEnv(dsn)}, queue.EngineConfig{
 		Lanes: []queue.Lane{{Queues: o.queues, Slots: o.slots}},
 		Lease: o.lease, Poll: o.poll, Log: log, Retry: retry, Host: a.hostName(), Processes: proc.Host{},
@@ -325,4 +327,18 @@ func (a *app) workerListCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// workerProcs is how many threads a worker process with slots slots runs Go
+// code on: no more than it has slots, unless GOMAXPROCS (env) says. Its
+// slots spend their time in SQLite, the network and the kernel, which do
+// not hold a thread's turn to run Go code; a turn to spare only makes the
+// scheduler wake a thread to look for work, and put it back to sleep,
+// several times per job. With one slot on two cores, that was 15-20 % of
+// the process's CPU per shell job (docs/benchmarks.md).
+func workerProcs(slots, current int, env string) int {
+	if env != "" || slots >= current {
+		return current
+	}
+	return slots
 }
