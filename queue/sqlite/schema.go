@@ -50,8 +50,14 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	writeDB.SetConnMaxLifetime(0)
 	writeDB.SetConnMaxIdleTime(0)
 	s := &Store{path: abs, writeDB: writeDB, stmts: map[string]*sql.Stmt{}}
+	// Without the lock file, writes still take turns through SQLite's
+	// lock alone, by polling.
+	s.lock, _ = openFileLock(abs + "-lock")
 	if err := s.migrate(ctx); err != nil {
 		writeDB.Close()
+		if s.lock != nil {
+			s.lock.close()
+		}
 		if isFull(err) {
 			// No room for the -shm file or the migration: still readable.
 			return openReadOnly(ctx, abs, errDiskFull)
@@ -231,6 +237,9 @@ func (s *Store) Close() error {
 		s.wake.close()
 	}
 	s.closed = true
+	if s.lock != nil {
+		s.lock.close()
+	}
 	if s.readDB != nil {
 		errs = append(errs, s.readDB.Close())
 	}

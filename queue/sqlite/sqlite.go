@@ -5,9 +5,13 @@
 //   - WAL journal, so readers never block the writer.
 //   - One writer connection per process; every writing transaction is
 //     BEGIN IMMEDIATE (a deferred read-then-write upgrade would fail with
-//     SQLITE_BUSY without waiting). While another process holds the write
-//     lock, the writer retries from Go with a short backoff (20 µs up to
-//     1 ms) for at most busyWait: SQLite's own busy handler sleeps a whole
+//     SQLITE_BUSY without waiting). Processes take turns through a flock
+//     on a "-lock" file beside the database, held around each write
+//     transaction, so a writer waiting for another sleeps in the kernel
+//     until the lock is free (lock.go). Should SQLite still report the
+//     database busy (a writer that does not take the flock), the writer
+//     retries from Go with a short backoff (20 µs up to 1 ms); either wait
+//     lasts at most busyWait. SQLite's own busy handler would sleep a whole
 //     millisecond or more per try, which a transaction of ~100 µs does not
 //     need. Connection set-up keeps a 5 s busy timeout. Reads use a
 //     separate, query-only pool with the busy timeout.
@@ -68,7 +72,8 @@ type Store struct {
 	tally      tally    // the current transaction's changes to the counters (counts.go)
 	countArgs  []any    // tally.flush's values, reused
 	closed     bool
-	readOnly   error // why the store was opened read-only (writeDB is nil); nil: writable
+	readOnly   error     // why the store was opened read-only (writeDB is nil); nil: writable
+	lock       *fileLock // the processes' write lock (lock.go); nil if its file cannot be opened
 
 	wake   *waker
 	events *waker // job events: attempts ended, output appended
@@ -145,6 +150,14 @@ func (s *Store) write(ctx context.Context, full bool, fn func(tx *sql.Tx) error)
 	defer s.prepareSeen(ctx)
 	var err error
 	start := time.Now()
+	if s.lock != nil {
+		if err := s.lock.lock(busyWait); errors.Is(err, errLockWait) {
+			return fmt.Errorf("database stayed busy (locked by another process) for %s", busyWait)
+		} else if err == nil {
+			defer s.lock.unlock()
+		}
+		// Any other failure leaves the order to SQLite's lock alone.
+	}
 	for try := 1; ; try++ {
 		err = s.tryWrite(ctx, full, asked, fn)
 		if errors.Is(err, errNotFull) && try < 3 {

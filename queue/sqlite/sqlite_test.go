@@ -1,10 +1,12 @@
 package sqlite_test
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -143,7 +145,7 @@ func TestFilesAreOwnerOnly(t *testing.T) {
 	if _, err := s.Wakeups(ctx); err != nil { // creates the wake file
 		t.Fatal(err)
 	}
-	for _, suffix := range []string{"", "-wal", "-shm", "-wake"} {
+	for _, suffix := range []string{"", "-wal", "-shm", "-wake", "-lock"} {
 		fi, err := os.Stat(path + suffix)
 		if err != nil {
 			t.Errorf("%s: %v", suffix, err)
@@ -213,4 +215,44 @@ func TestSchemaVersionWaitsOutABusyFile(t *testing.T) {
 		t.Fatalf("schema version while the file was busy: %v", err)
 	}
 	<-released
+}
+
+// A write waits, asleep, while another process holds the write lock, and
+// goes on once that process dies (the kernel releases its flock).
+func TestWriteWaitsForAnotherProcessesLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	s := openAt(t, path)
+	// --no-fork: the holder is one process, whose death frees the lock.
+	holder := exec.Command("flock", "--exclusive", "--no-fork", path+"-lock", "sh", "-c", "echo held; exec sleep 60")
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Wait()
+	defer holder.Process.Kill()
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "held\n" {
+		t.Fatalf("holder: %q, %v", line, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.SetConfig(context.Background(), "max-retries", "7") }()
+	select {
+	case err := <-done:
+		t.Fatalf("the write went on while another process held the lock: %v", err)
+	case <-time.After(300 * time.Millisecond): // a window in which it must not finish
+	}
+	holder.Process.Kill()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("write after the holder died: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the write still waits after the holder died")
+	}
+	if kv, err := s.GetConfig(context.Background()); err != nil || kv["max-retries"] != "7" {
+		t.Fatalf("max-retries = %q, %v after the write", kv["max-retries"], err)
+	}
 }
