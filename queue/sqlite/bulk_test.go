@@ -19,11 +19,32 @@ import (
 // says so and waits to be killed.
 const importChildEnv = "QUEUECTL_TEST_IMPORT_CHILD"
 
+// lockHolderEnv makes the test binary a process that takes the flock on
+// the file it names, says so and waits to be killed.
+const lockHolderEnv = "QUEUECTL_TEST_LOCK_HOLDER"
+
 func TestMain(m *testing.M) {
 	if path := os.Getenv(importChildEnv); path != "" {
 		os.Exit(importChild(path))
 	}
+	if path := os.Getenv(lockHolderEnv); path != "" {
+		os.Exit(lockHolder(path))
+	}
 	os.Exit(m.Run())
+}
+
+func lockHolder(path string) int {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err == nil {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("held")
+	bufio.NewReader(os.Stdin).ReadString('\n') // until killed
+	return 0
 }
 
 func importChild(path string) int {

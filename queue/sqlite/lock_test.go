@@ -1,7 +1,10 @@
 package sqlite
 
 import (
+	"context"
+	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -15,7 +18,7 @@ func openLocks(t *testing.T, n int) []*fileLock {
 	path := filepath.Join(t.TempDir(), "queue.db-lock")
 	var ls []*fileLock
 	for range n {
-		l, err := openFileLock(path)
+		l, err := openFileLock(path, filepath.Join(filepath.Dir(path), "queue.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,9 +148,75 @@ func TestFileLockCloseWithAPendingWait(t *testing.T) {
 	if err := waiter.close(); err != nil {
 		t.Fatal(err)
 	}
+	// The pending flock still uses the descriptor: closing it now would
+	// let the next file opened take its number.
+	var st syscall.Stat_t
+	if err := syscall.Fstat(waiter.fd, &st); err != nil {
+		t.Fatalf("close with a flock pending closed its descriptor: %v", err)
+	}
 	if err := waiter.lock(time.Second); err == nil {
 		t.Fatal("a closed lock was taken")
 	}
 	holder.unlock()
 	waitFree(t, probe)
+}
+
+// A write holds the lock from before BEGIN until after COMMIT, and not a
+// moment longer.
+func TestWriteHoldsTheLockForItsTransaction(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	probe, err := openFileLock(path+"-lock", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.close()
+	inside := false
+	err = s.write(context.Background(), true, func(tx *sql.Tx) error {
+		inside = !free(t, probe)
+		_, err := tx.Exec(`INSERT INTO config (key, value) VALUES ('probe', '1')`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inside {
+		t.Fatal("the transaction ran without the lock")
+	}
+	if !free(t, probe) {
+		t.Fatal("the lock is still held after the write returned")
+	}
+}
+
+// Run as root, a side file created beside another user's database is
+// given to that user, so the service that owns the database can open it.
+func TestSideFilesBelongToTheDatabaseOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: only root creates files another user owns")
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "queue.db")
+	if err := os.WriteFile(db, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const uid, gid = 65534, 65534 // nobody
+	if err := os.Chown(db, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	l, err := openFileLock(db+"-lock", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	var st syscall.Stat_t
+	if err := syscall.Stat(db+"-lock", &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Uid != uid || st.Gid != gid {
+		t.Fatalf("-lock is owned by %d:%d, want the database's %d:%d", st.Uid, st.Gid, uid, gid)
+	}
 }

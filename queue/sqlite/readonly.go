@@ -65,8 +65,8 @@ func openReadOnly(ctx context.Context, abs string, why error) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s read-only: %w", abs, describe(err))
 	}
-	s := &Store{path: abs, readOnly: why, readDB: db, stmts: map[string]*sql.Stmt{}, wake: newWaker(abs + "-wake"),
-		events: newWaker(abs + "-events")}
+	s := &Store{path: abs, readOnly: why, readDB: db, stmts: map[string]*sql.Stmt{}, wake: newWaker(abs+"-wake", abs),
+		events: newWaker(abs+"-events", abs)}
 	if err := checkVersion(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s read-only: %w", abs, err)

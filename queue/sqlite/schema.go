@@ -52,7 +52,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s := &Store{path: abs, writeDB: writeDB, stmts: map[string]*sql.Stmt{}}
 	// Without the lock file, writes still take turns through SQLite's
 	// lock alone, by polling.
-	s.lock, _ = openFileLock(abs + "-lock")
+	s.lock, _ = openFileLock(abs+"-lock", abs)
 	if err := s.migrate(ctx); err != nil {
 		writeDB.Close()
 		if s.lock != nil {
@@ -71,8 +71,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	s.readDB.SetMaxOpenConns(4)
 	s.readDB.SetMaxIdleConns(4)
-	s.wake = newWaker(abs + "-wake")
-	s.events = newWaker(abs + "-events")
+	s.wake = newWaker(abs+"-wake", abs)
+	s.events = newWaker(abs+"-events", abs)
 	// Imports left by a process that died are finished or dropped. Their
 	// jobs are invisible meanwhile, so a failure here only leaves the
 	// work to the next Open or import.

@@ -222,8 +222,14 @@ func TestSchemaVersionWaitsOutABusyFile(t *testing.T) {
 func TestWriteWaitsForAnotherProcessesLock(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "queue.db")
 	s := openAt(t, path)
-	// --no-fork: the holder is one process, whose death frees the lock.
-	holder := exec.Command("flock", "--exclusive", "--no-fork", path+"-lock", "sh", "-c", "echo held; exec sleep 60")
+	holder := exec.Command(os.Args[0], "-test.run=^$")
+	holder.Env = append(os.Environ(), lockHolderEnv+"="+path+"-lock")
+	holder.Stderr = os.Stderr
+	stdin, err := holder.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
 	out, err := holder.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 // also polls, so a lost signal costs latency, never a job.
 type waker struct {
 	path string
+	db   string // the database it is beside
 
 	mu     sync.Mutex
 	f      *os.File // opened lazily for writing
@@ -20,8 +21,8 @@ type waker struct {
 	closed bool
 }
 
-func newWaker(path string) *waker {
-	return &waker{path: path, subs: map[chan struct{}]struct{}{}}
+func newWaker(path, db string) *waker {
+	return &waker{path: path, db: db, subs: map[chan struct{}]struct{}{}}
 }
 
 // notify touches the wake file. Errors are ignored: polling covers them.
@@ -32,7 +33,7 @@ func (w *waker) notify() {
 		return
 	}
 	if w.f == nil {
-		f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_CREATE, 0o600)
+		f, err := openSideFile(w.path, w.db, os.O_WRONLY)
 		if err != nil {
 			return
 		}
@@ -65,7 +66,7 @@ func (w *waker) subscribe(ctx context.Context) (<-chan struct{}, error) {
 	defer w.mu.Unlock()
 	if w.watch == nil && !w.closed {
 		// Make sure the file exists so it can be watched.
-		if f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_CREATE, 0o600); err == nil {
+		if f, err := openSideFile(w.path, w.db, os.O_WRONLY); err == nil {
 			f.Close()
 		}
 		watch, err := startWatcher(w.path, w.broadcast)
