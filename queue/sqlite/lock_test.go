@@ -111,16 +111,24 @@ func TestFileLockWaitIsBounded(t *testing.T) {
 	waitFree(t, probe)
 }
 
-// A later call takes over the flock an earlier call stopped waiting for.
-func TestFileLockTakesOverAPendingWait(t *testing.T) {
+// abandonedWait returns three handles on one lock: the holder holds it,
+// and the waiter has a flock pending that it stopped waiting for.
+func abandonedWait(t *testing.T) (holder, waiter, probe *fileLock) {
+	t.Helper()
 	ls := openLocks(t, 3)
-	holder, waiter, probe := ls[0], ls[1], ls[2]
+	holder, waiter, probe = ls[0], ls[1], ls[2]
 	if err := holder.lock(time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if err := waiter.lock(10 * time.Millisecond); !errors.Is(err, errLockWait) {
 		t.Fatalf("lock while held: %v, want errLockWait", err)
 	}
+	return holder, waiter, probe
+}
+
+// A later call takes over the flock an earlier call stopped waiting for.
+func TestFileLockTakesOverAPendingWait(t *testing.T) {
+	holder, waiter, probe := abandonedWait(t)
 	got := make(chan error, 1)
 	go func() { got <- waiter.lock(10 * time.Second) }()
 	holder.unlock()
@@ -137,14 +145,7 @@ func TestFileLockTakesOverAPendingWait(t *testing.T) {
 // Closing with a flock pending neither blocks nor leaves the lock taken
 // once the pending flock is granted.
 func TestFileLockCloseWithAPendingWait(t *testing.T) {
-	ls := openLocks(t, 3)
-	holder, waiter, probe := ls[0], ls[1], ls[2]
-	if err := holder.lock(time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if err := waiter.lock(10 * time.Millisecond); !errors.Is(err, errLockWait) {
-		t.Fatalf("lock while held: %v, want errLockWait", err)
-	}
+	holder, waiter, probe := abandonedWait(t)
 	if err := waiter.close(); err != nil {
 		t.Fatal(err)
 	}
