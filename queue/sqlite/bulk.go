@@ -263,7 +263,7 @@ func (s *Store) importLock(id string) string { return s.path + "-import-" + id }
 // lockImport takes the import's lock file without waiting; ok is false
 // when another process holds it.
 func (s *Store) lockImport(id string) (f *os.File, ok bool, err error) {
-	f, err = os.OpenFile(s.importLock(id), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err = openSideFile(s.importLock(id), s.path, os.O_RDWR)
 	if err != nil {
 		return nil, false, err
 	}

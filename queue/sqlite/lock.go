@@ -50,24 +50,6 @@ func openFileLock(path, db string) (*fileLock, error) {
 	return &fileLock{f: f, fd: int(f.Fd())}, nil
 }
 
-// openSideFile opens a file of the database db's own (path), creating it
-// readable by its owner only. Run as root, it gives a file it creates the
-// database's owner, as SQLite does its -wal and -shm files: otherwise a
-// root command run once against a service's database would leave files
-// the service cannot open.
-func openSideFile(path, db string, flag int) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|os.O_CREATE, 0o600)
-	if err != nil || os.Geteuid() != 0 {
-		return f, err
-	}
-	var st, dbst syscall.Stat_t
-	if syscall.Fstat(int(f.Fd()), &st) == nil && syscall.Stat(db, &dbst) == nil &&
-		(st.Uid != dbst.Uid || st.Gid != dbst.Gid) {
-		f.Chown(int(dbst.Uid), int(dbst.Gid)) // best effort: root can use the file either way
-	}
-	return f, nil
-}
-
 // lock takes the lock, waiting at most wait. Calls must not overlap (the
 // store's write mutex orders them). A wait that runs out leaves its flock
 // pending: a later call picks it up, and if none does, the lock is
@@ -137,6 +119,9 @@ func (l *fileLock) unlock() error { return flock(l.fd, syscall.LOCK_UN) }
 // Until then that flock keeps the file, a goroutine and a thread: if the
 // process holding the lock never lets go, for the rest of this process.
 func (l *fileLock) close() error {
+	if l == nil {
+		return nil // the store runs without the lock file
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {

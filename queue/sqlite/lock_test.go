@@ -42,15 +42,20 @@ func free(t *testing.T, l *fileLock) bool {
 	return false
 }
 
-// waitFree polls until the lock is free, for at most 5 s.
+// eventually polls cond until it holds, for at most 5 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal(what)
+		}
+	}
+}
+
+// waitFree polls until the lock is free.
 func waitFree(t *testing.T, l *fileLock) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !free(t, l); {
-		if time.Now().After(deadline) {
-			t.Fatal("the lock stayed taken")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "the lock stayed taken", func() bool { return free(t, l) })
 }
 
 // A waiter sleeps until the holder lets go, then holds the lock itself.
@@ -79,17 +84,11 @@ func TestFileLockWaitsForTheHolder(t *testing.T) {
 // waitPending polls until l has a flock blocked in the kernel.
 func waitPending(t *testing.T, l *fileLock) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	eventually(t, "no flock is pending", func() bool {
 		l.mu.Lock()
-		pending := l.waiting != nil
-		l.mu.Unlock()
-		if pending {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no flock is pending")
-		}
-	}
+		defer l.mu.Unlock()
+		return l.waiting != nil
+	})
 }
 
 // A wait that runs out fails with errLockWait; the flock it left pending

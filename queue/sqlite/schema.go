@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"syscall"
 	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
@@ -55,9 +56,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s.lock, _ = openFileLock(abs+"-lock", abs)
 	if err := s.migrate(ctx); err != nil {
 		writeDB.Close()
-		if s.lock != nil {
-			s.lock.close()
-		}
+		s.lock.close()
 		if isFull(err) {
 			// No room for the -shm file or the migration: still readable.
 			return openReadOnly(ctx, abs, errDiskFull)
@@ -119,6 +118,24 @@ func checkFile(path string) error {
 		return fmt.Errorf("open %s: not a SQLite database", path)
 	}
 	return nil
+}
+
+// openSideFile opens a file of the database db's own (path), creating it
+// readable by its owner only. Run as root, it gives a file it creates the
+// database's owner, as SQLite does its -wal and -shm files: otherwise a
+// root command run once against a service's database would leave files
+// the service cannot open.
+func openSideFile(path, db string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|os.O_CREATE, 0o600)
+	if err != nil || os.Geteuid() != 0 {
+		return f, err
+	}
+	var st, dbst syscall.Stat_t
+	if syscall.Fstat(int(f.Fd()), &st) == nil && syscall.Stat(db, &dbst) == nil &&
+		(st.Uid != dbst.Uid || st.Gid != dbst.Gid) {
+		f.Chown(int(dbst.Uid), int(dbst.Gid)) // best effort: root can use the file either way
+	}
+	return f, nil
 }
 
 func dsn(path string, readOnly bool) string {
@@ -237,9 +254,7 @@ func (s *Store) Close() error {
 		s.wake.close()
 	}
 	s.closed = true
-	if s.lock != nil {
-		s.lock.close()
-	}
+	s.lock.close()
 	if s.readDB != nil {
 		errs = append(errs, s.readDB.Close())
 	}

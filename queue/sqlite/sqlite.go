@@ -152,7 +152,7 @@ func (s *Store) write(ctx context.Context, full bool, fn func(tx *sql.Tx) error)
 	start := time.Now()
 	if s.lock != nil {
 		if err := s.lock.lock(busyWait); errors.Is(err, errLockWait) {
-			return fmt.Errorf("database stayed busy (locked by another process) for %s", busyWait)
+			return stayedBusy(err)
 		} else if err == nil {
 			defer s.lock.unlock()
 		}
@@ -169,7 +169,7 @@ func (s *Store) write(ctx context.Context, full bool, fn func(tx *sql.Tx) error)
 			break
 		}
 		if time.Since(start) > busyWait {
-			return fmt.Errorf("database stayed busy (locked by another process) for %s: %w", busyWait, err)
+			return stayedBusy(err)
 		}
 		pause(busyBackoff(try))
 	}
@@ -178,6 +178,12 @@ func (s *Store) write(ctx context.Context, full bool, fn func(tx *sql.Tx) error)
 		return fmt.Errorf("%w: %v", s.refusal(errDiskFull), err)
 	}
 	return describe(err)
+}
+
+// stayedBusy is a write's error when another process kept the lock for
+// all of busyWait.
+func stayedBusy(err error) error {
+	return fmt.Errorf("database stayed busy (locked by another process) for %s: %w", busyWait, err)
 }
 
 func (s *Store) setSync(ctx context.Context, mode string) error {
