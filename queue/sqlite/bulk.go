@@ -25,7 +25,7 @@ import (
 //     unique key or dependencies goes through storekit.Insert: its key is
 //     held (by the unique index) from then on, and the jobs it runs after
 //     must exist or be staged earlier by this import.
-//  3. Commit is one short transaction (synchronous=FULL) marking the
+//  3. Commit is one short durable transaction marking the
 //     import committed: from then on it will be published. Publishing
 //     turns staged jobs pending (waiting, for those with dependencies) in
 //     chunks of queue.ImportChunk; jobs become visible chunk by chunk over
@@ -78,8 +78,8 @@ func (s *Store) BeginImport(ctx context.Context) (queue.Import, error) {
 }
 
 // Stage implements queue.Import. Staged jobs need no fsync of their own:
-// in WAL mode the commit record, written after them with
-// synchronous=FULL, makes them durable with it.
+// in WAL mode the log's flush after the commit record, written after
+// them, makes them durable with it.
 func (b *bulkImport) Stage(ctx context.Context, jobs []*queue.Job) error {
 	if b.done {
 		return errors.New("stage jobs: the import has ended")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -161,22 +162,30 @@ func TestFileLockCloseWithAPendingWait(t *testing.T) {
 	waitFree(t, probe)
 }
 
-// A write holds the lock from before BEGIN until after COMMIT, and not a
-// moment longer.
-func TestWriteHoldsTheLockForItsTransaction(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "queue.db")
+// probedStore opens a store on a new database and, as another process
+// would, a second handle on its write lock.
+func probedStore(t *testing.T) (s *Store, probe *fileLock, path string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "queue.db")
 	s, err := Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	probe, err := openFileLock(path+"-lock", path)
+	t.Cleanup(func() { s.Close() })
+	probe, err = openFileLock(path+"-lock", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer probe.close()
+	t.Cleanup(func() { probe.close() })
+	return s, probe, path
+}
+
+// A write holds the lock from before BEGIN until after COMMIT, and not a
+// moment longer.
+func TestWriteHoldsTheLockForItsTransaction(t *testing.T) {
+	s, probe, _ := probedStore(t)
 	inside := false
-	err = s.write(context.Background(), true, func(tx *sql.Tx) error {
+	err := s.write(context.Background(), true, func(tx *sql.Tx) error {
 		inside = !free(t, probe)
 		_, err := tx.Exec(`INSERT INTO config (key, value) VALUES ('probe', '1')`)
 		return err
@@ -218,5 +227,48 @@ func TestSideFilesBelongToTheDatabaseOwner(t *testing.T) {
 	}
 	if st.Uid != uid || st.Gid != gid {
 		t.Fatalf("-lock is owned by %d:%d, want the database's %d:%d", st.Uid, st.Gid, uid, gid)
+	}
+}
+
+// A durable write flushes the write-ahead log before it returns, and only
+// after it released the write lock, so other writers do not wait for the
+// device; a write that acknowledges nobody flushes nothing.
+func TestDurableWriteSyncsTheLogAfterTheLock(t *testing.T) {
+	s, probe, path := probedStore(t)
+	var synced []string
+	var lockFree []bool
+	s.syncFile = func(f *os.File) error {
+		synced = append(synced, f.Name())
+		lockFree = append(lockFree, free(t, probe))
+		return syncData(f)
+	}
+	insert := func(durable bool, key string) {
+		t.Helper()
+		err := s.write(context.Background(), durable, func(tx *sql.Tx) error {
+			_, err := tx.Exec(`INSERT INTO config (key, value) VALUES (?, '1')`, key)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert(false, "normal")
+	if len(synced) != 0 {
+		t.Fatalf("a write that acknowledges nobody synced %v", synced)
+	}
+	insert(true, "durable")
+	if len(synced) != 1 || synced[0] != path+"-wal" {
+		t.Fatalf("a durable write synced %v, want [%s]", synced, path+"-wal")
+	}
+	if !lockFree[0] {
+		t.Fatal("the log was synced while the write lock was held")
+	}
+	s.syncFile = func(*os.File) error { return syscall.EIO }
+	err := s.write(context.Background(), true, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO config (key, value) VALUES ('failed', '1')`)
+		return err
+	})
+	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "may not survive a power loss") {
+		t.Fatalf("a failed sync returned %v, want EIO saying the change may not be durable", err)
 	}
 }

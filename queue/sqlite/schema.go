@@ -50,7 +50,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	writeDB.SetMaxIdleConns(1)
 	writeDB.SetConnMaxLifetime(0)
 	writeDB.SetConnMaxIdleTime(0)
-	s := &Store{path: abs, writeDB: writeDB, stmts: map[string]*sql.Stmt{}}
+	s := &Store{path: abs, writeDB: writeDB, stmts: map[string]*sql.Stmt{}, syncFile: syncData}
 	// Without the lock file, writes still take turns through SQLite's
 	// lock alone, by polling.
 	s.lock, _ = openFileLock(abs+"-lock", abs)

@@ -18,11 +18,14 @@
 //   - Pragmas are set in the DSN, so every connection gets them.
 //   - Claiming is one atomic UPDATE … WHERE rowid IN (SELECT … LIMIT n)
 //     RETURNING, backed by a partial index matching its filter and order.
-//   - Durability: transactions acknowledging a user's request (enqueue,
-//     retry, cancel, config) run with synchronous=FULL, so they survive a
-//     power loss. Worker state changes use synchronous=NORMAL: a power loss
-//     may forget a claim or an outcome, and the only effect is that the job
-//     runs again (at-least-once).
+//   - Durability: every transaction commits with synchronous=NORMAL (the
+//     log is written, not flushed). Those acknowledging a user's request
+//     (enqueue, retry, cancel, config) then flush the log to the device
+//     after releasing the write lock and before they return, so they
+//     survive a power loss and no other writer waits for the device.
+//     Worker state changes are not flushed: a power loss may forget a
+//     claim or an outcome, and the only effect is that the job runs again
+//     (at-least-once).
 //   - Wake-ups across processes: writers that make work runnable touch a
 //     "<db>-wake" file beside the database, which idle workers watch with
 //     inotify on Linux (elsewhere they fall back to polling).
@@ -49,6 +52,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -72,8 +76,9 @@ type Store struct {
 	tally      tally    // the current transaction's changes to the counters (counts.go)
 	countArgs  []any    // tally.flush's values, reused
 	closed     bool
-	readOnly   error     // why the store was opened read-only (writeDB is nil); nil: writable
-	lock       *fileLock // the processes' write lock (lock.go); nil if its file cannot be opened
+	readOnly   error                // why the store was opened read-only (writeDB is nil); nil: writable
+	lock       *fileLock            // the processes' write lock (lock.go); nil if its file cannot be opened
+	syncFile   func(*os.File) error // flushes a file to the device (syncData)
 
 	wake   *waker
 	events *waker // job events: attempts ended, output appended
@@ -114,18 +119,38 @@ func busyBackoff(n int) time.Duration {
 	return d/2 + time.Duration(rand.Int64N(int64(d)))
 }
 
-// errNotFull makes write set synchronous=FULL and try again.
-var errNotFull = errors.New("synchronous is not FULL")
-
 // write runs fn in a BEGIN IMMEDIATE transaction on the writer connection
 // (a pool of one), retrying a bounded number of times when SQLite reports
-// the database busy. full selects synchronous=FULL for transactions that
-// acknowledge a user; the others run with synchronous=NORMAL.
+// the database busy. durable makes the transaction survive a power loss
+// before write returns, for transactions that acknowledge a user; the
+// others may be forgotten by one (synchronous=NORMAL).
+//
+// Every transaction commits with synchronous=NORMAL, which in WAL mode
+// writes the log without syncing it. A durable one then syncs the log
+// after the write locks are released (syncLog), so the device's flush no
+// longer holds up every other writer, and writers that commit while one
+// sync runs share the next. Another process may see the transaction
+// before it is durable; a power loss in that window forgets it, and with
+// it everything committed after it (the log is replayed in order), and
+// nothing of that was acknowledged: an acknowledgement comes from a sync
+// that covers the whole log before it.
 //
 // A transaction, once begun, is not cancelled with ctx: the driver cannot
 // reset a connection interrupted mid-transaction, and database/sql would
 // discard the writer connection. ctx is checked before the start.
-func (s *Store) write(ctx context.Context, full bool, fn func(tx *sql.Tx) error) error {
+func (s *Store) write(ctx context.Context, durable bool, fn func(tx *sql.Tx) error) error {
+	if err := s.commit(ctx, fn); err != nil {
+		return err
+	}
+	if durable {
+		return s.syncLog()
+	}
+	return nil
+}
+
+// commit runs fn in a write transaction under the process's and the
+// processes' write locks, as write describes.
+func (s *Store) commit(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -139,14 +164,6 @@ func (s *Store) write(ctx context.Context, full bool, fn func(tx *sql.Tx) error)
 	if s.readOnly != nil {
 		return s.refusal(s.readOnly)
 	}
-	if full {
-		// The level cannot change inside a transaction; set it before, and
-		// check it inside (the pool may have replaced the connection).
-		if err := s.setSync(ctx, "FULL"); err != nil {
-			return err
-		}
-		defer s.setSync(ctx, "NORMAL")
-	}
 	defer s.prepareSeen(ctx)
 	var err error
 	start := time.Now()
@@ -159,12 +176,7 @@ func (s *Store) write(ctx context.Context, full bool, fn func(tx *sql.Tx) error)
 		// Any other failure leaves the order to SQLite's lock alone.
 	}
 	for try := 1; ; try++ {
-		err = s.tryWrite(ctx, full, asked, fn)
-		if errors.Is(err, errNotFull) && try < 3 {
-			if err = s.setSync(ctx, "FULL"); err == nil {
-				continue
-			}
-		}
+		err = s.tryWrite(ctx, asked, fn)
 		if err == nil || !isBusy(err) {
 			break
 		}
@@ -180,36 +192,42 @@ func (s *Store) write(ctx context.Context, full bool, fn func(tx *sql.Tx) error)
 	return describe(err)
 }
 
+// syncLog makes every transaction committed so far durable: it flushes
+// the write-ahead log to the device. A checkpoint that copied the log into
+// the database synced both first (synchronous=NORMAL does), so whatever
+// the log no longer holds is durable already. Without a log (the database
+// is not in WAL mode, which NORMAL syncs at commit) it flushes the
+// database file.
+func (s *Store) syncLog() error {
+	f, err := os.Open(s.path + "-wal")
+	if errors.Is(err, os.ErrNotExist) {
+		f, err = os.Open(s.path)
+	}
+	if err != nil {
+		return fmt.Errorf("sync log: %w", err)
+	}
+	defer f.Close()
+	if err := s.syncFile(f); err != nil {
+		// The transaction is committed and visible; only its durability
+		// failed, so the caller must not take it as undone either.
+		return fmt.Errorf("sync log %s (the change is stored but may not survive a power loss): %w", f.Name(), err)
+	}
+	return nil
+}
+
 // stayedBusy is a write's error when another process kept the lock for
 // all of busyWait.
 func stayedBusy(err error) error {
 	return fmt.Errorf("database stayed busy (locked by another process) for %s: %w", busyWait, err)
 }
 
-func (s *Store) setSync(ctx context.Context, mode string) error {
-	if _, err := s.writeDB.ExecContext(ctx, "PRAGMA synchronous = "+mode); err != nil {
-		return describe(err)
-	}
-	return nil
-}
-
-func (s *Store) tryWrite(ctx context.Context, full bool, asked time.Time, fn func(tx *sql.Tx) error) error {
+func (s *Store) tryWrite(ctx context.Context, asked time.Time, fn func(tx *sql.Tx) error) error {
 	tx, err := s.writeDB.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	begun := time.Now()
 	defer func() { s.writeStats.add(asked, begun, time.Now()) }()
-	if full {
-		var level int
-		if err := tx.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&level); err != nil || level < 2 {
-			tx.Rollback()
-			if err == nil {
-				err = errNotFull
-			}
-			return err
-		}
-	}
 	s.tally.reset()
 	if err := fn(tx); err != nil {
 		tx.Rollback()
