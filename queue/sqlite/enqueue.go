@@ -32,7 +32,7 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	err := s.write(ctx, true, func(tx *sql.Tx) error {
+	err := s.commit(ctx, func(tx *sql.Tx) error {
 		var full, plain *sql.Stmt
 		var err error
 		for _, j := range jobs {
@@ -70,10 +70,15 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 		}
 		return nil
 	})
+	if err == nil {
+		// Idle workers may claim the jobs while the log is flushed: no
+		// acknowledgement waits on them (write says why that is safe).
+		s.wake.notify()
+		err = s.syncLog()
+	}
 	if err != nil {
 		return fmt.Errorf("insert jobs: %w", err)
 	}
-	s.wake.notify()
 	return nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/queuectl/queuectl/queue"
 	"time"
 )
 
@@ -270,5 +272,41 @@ func TestDurableWriteSyncsTheLogAfterTheLock(t *testing.T) {
 	})
 	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "may not survive a power loss") {
 		t.Fatalf("a failed sync returned %v, want EIO saying the change may not be durable", err)
+	}
+}
+
+// An enqueue wakes other processes' idle workers as soon as it commits,
+// not after the log's flush: the job's start does not wait for the device.
+func TestEnqueueWakesWorkersBeforeTheFlush(t *testing.T) {
+	ctx := context.Background()
+	s, _, path := probedStore(t)
+	other, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	wakeups, err := other.Wakeups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(wakeups) > 0 {
+		<-wakeups
+	}
+	wokenFirst := false
+	s.syncFile = func(f *os.File) error {
+		select {
+		case <-wakeups:
+			wokenFirst = true
+		case <-time.After(5 * time.Second):
+		}
+		return syncData(f)
+	}
+	j := &queue.Job{ID: "j", Queue: "default", Command: "true", State: queue.StatePending,
+		BackoffBase: 2, RunAt: time.Now(), CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	if err := s.InsertJobs(ctx, []*queue.Job{j}); err != nil {
+		t.Fatal(err)
+	}
+	if !wokenFirst {
+		t.Fatal("the other process's workers were not woken before the log was flushed")
 	}
 }
