@@ -117,13 +117,18 @@ func (b *bulkImport) Commit(ctx context.Context) error {
 		_, err := tx.ExecContext(ctx, `UPDATE imports SET committed = 1 WHERE id = ?`, b.id)
 		return err
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errNotDurable) {
 		return fmt.Errorf("commit import: %w", err)
 	}
+	// Committed, even if not yet durable: the import is published, never
+	// aborted.
 	b.done = true
 	defer b.s.unlockImport(b.id, b.lock)
-	if err := b.s.publish(ctx, b.id); err != nil {
-		// Committed: the next Open or import finishes publishing.
+	if perr := b.s.publish(ctx, b.id); perr != nil && err == nil {
+		// The next Open or import finishes publishing.
+		err = perr
+	}
+	if err != nil {
 		return fmt.Errorf("commit import: %w", err)
 	}
 	return nil

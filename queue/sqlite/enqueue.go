@@ -32,7 +32,9 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	err := s.commit(ctx, func(tx *sql.Tx) error {
+	// Idle workers are woken as soon as the jobs commit and may claim them
+	// while the log is synced: no acknowledgement waits on them.
+	err := s.writeThen(ctx, true, func(tx *sql.Tx) error {
 		var full, plain *sql.Stmt
 		var err error
 		for _, j := range jobs {
@@ -69,13 +71,7 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 			}
 		}
 		return nil
-	})
-	if err == nil {
-		// Idle workers may claim the jobs while the log is flushed: no
-		// acknowledgement waits on them (write says why that is safe).
-		s.wake.notify()
-		err = s.syncLog()
-	}
+	}, s.wake.notify)
 	if err != nil {
 		return fmt.Errorf("insert jobs: %w", err)
 	}

@@ -6,11 +6,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/queuectl/queuectl/queue"
 	"time"
 )
 
@@ -229,84 +226,5 @@ func TestSideFilesBelongToTheDatabaseOwner(t *testing.T) {
 	}
 	if st.Uid != uid || st.Gid != gid {
 		t.Fatalf("-lock is owned by %d:%d, want the database's %d:%d", st.Uid, st.Gid, uid, gid)
-	}
-}
-
-// A durable write flushes the write-ahead log before it returns, and only
-// after it released the write lock, so other writers do not wait for the
-// device; a write that acknowledges nobody flushes nothing.
-func TestDurableWriteSyncsTheLogAfterTheLock(t *testing.T) {
-	s, probe, path := probedStore(t)
-	var synced []string
-	var lockFree []bool
-	s.syncFile = func(f *os.File) error {
-		synced = append(synced, f.Name())
-		lockFree = append(lockFree, free(t, probe))
-		return syncData(f)
-	}
-	insert := func(durable bool, key string) {
-		t.Helper()
-		err := s.write(context.Background(), durable, func(tx *sql.Tx) error {
-			_, err := tx.Exec(`INSERT INTO config (key, value) VALUES (?, '1')`, key)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	insert(false, "normal")
-	if len(synced) != 0 {
-		t.Fatalf("a write that acknowledges nobody synced %v", synced)
-	}
-	insert(true, "durable")
-	if len(synced) != 1 || synced[0] != path+"-wal" {
-		t.Fatalf("a durable write synced %v, want [%s]", synced, path+"-wal")
-	}
-	if !lockFree[0] {
-		t.Fatal("the log was synced while the write lock was held")
-	}
-	s.syncFile = func(*os.File) error { return syscall.EIO }
-	err := s.write(context.Background(), true, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO config (key, value) VALUES ('failed', '1')`)
-		return err
-	})
-	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "may not survive a power loss") {
-		t.Fatalf("a failed sync returned %v, want EIO saying the change may not be durable", err)
-	}
-}
-
-// An enqueue wakes other processes' idle workers as soon as it commits,
-// not after the log's flush: the job's start does not wait for the device.
-func TestEnqueueWakesWorkersBeforeTheFlush(t *testing.T) {
-	ctx := context.Background()
-	s, _, path := probedStore(t)
-	other, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	wakeups, err := other.Wakeups(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for len(wakeups) > 0 {
-		<-wakeups
-	}
-	wokenFirst := false
-	s.syncFile = func(f *os.File) error {
-		select {
-		case <-wakeups:
-			wokenFirst = true
-		case <-time.After(5 * time.Second):
-		}
-		return syncData(f)
-	}
-	j := &queue.Job{ID: "j", Queue: "default", Command: "true", State: queue.StatePending,
-		BackoffBase: 2, RunAt: time.Now(), CreatedAt: time.Now(), UpdatedAt: time.Now()}
-	if err := s.InsertJobs(ctx, []*queue.Job{j}); err != nil {
-		t.Fatal(err)
-	}
-	if !wokenFirst {
-		t.Fatal("the other process's workers were not woken before the log was flushed")
 	}
 }

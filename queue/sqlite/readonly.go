@@ -65,7 +65,7 @@ func openReadOnly(ctx context.Context, abs string, why error) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s read-only: %w", abs, describe(err))
 	}
-	s := &Store{path: abs, readOnly: why, readDB: db, stmts: map[string]*sql.Stmt{}, syncFile: syncData, wake: newWaker(abs+"-wake", abs),
+	s := &Store{path: abs, walPath: walPath(abs), readOnly: why, readDB: db, stmts: map[string]*sql.Stmt{}, syncFile: syncData, wake: newWaker(abs+"-wake", abs),
 		events: newWaker(abs+"-events", abs)}
 	if err := checkVersion(ctx, db); err != nil {
 		db.Close()

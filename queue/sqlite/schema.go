@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -42,15 +44,17 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// The writer waits for the lock in write, not in SQLite's busy handler.
 	writeDB := sql.OpenDB(connector{dsn: dsn(abs, false), drv: &sqlite3.SQLiteDriver{
 		ConnectHook: func(c *sqlite3.SQLiteConn) error {
-			_, err := c.Exec("PRAGMA busy_timeout = 0; PRAGMA mmap_size = 268435456", nil)
-			return err
+			if _, err := c.Exec("PRAGMA busy_timeout = 0; PRAGMA mmap_size = 268435456", nil); err != nil {
+				return err
+			}
+			return fullUnlessWAL(c)
 		},
 	}})
 	writeDB.SetMaxOpenConns(1)
 	writeDB.SetMaxIdleConns(1)
 	writeDB.SetConnMaxLifetime(0)
 	writeDB.SetConnMaxIdleTime(0)
-	s := &Store{path: abs, writeDB: writeDB, stmts: map[string]*sql.Stmt{}, syncFile: syncData}
+	s := &Store{path: abs, walPath: walPath(abs), writeDB: writeDB, stmts: map[string]*sql.Stmt{}, syncFile: syncData}
 	// Without the lock file, writes still take turns through SQLite's
 	// lock alone, by polling.
 	s.lock, _ = openFileLock(abs+"-lock", abs)
@@ -118,6 +122,37 @@ func checkFile(path string) error {
 		return fmt.Errorf("open %s: not a SQLite database", path)
 	}
 	return nil
+}
+
+// walPath is where SQLite keeps the write-ahead log of the database at
+// path: beside the file a symbolic link names, not beside the link.
+func walPath(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	return path + "-wal"
+}
+
+// fullUnlessWAL makes a writer connection commit with synchronous=FULL
+// when its database is not in WAL mode (SQLite could not enable it there):
+// write then has no log to sync after the commit, and the commit itself
+// must be durable.
+func fullUnlessWAL(c *sqlite3.SQLiteConn) error {
+	rows, err := c.Query("PRAGMA journal_mode", nil)
+	if err != nil {
+		return err
+	}
+	mode := make([]driver.Value, 1)
+	err = rows.Next(mode)
+	rows.Close()
+	if err != nil {
+		return fmt.Errorf("read journal mode: %w", err)
+	}
+	if m, _ := mode[0].(string); strings.EqualFold(m, "wal") {
+		return nil
+	}
+	_, err = c.Exec("PRAGMA synchronous = FULL", nil)
+	return err
 }
 
 // openSideFile opens a file of the database db's own (path), creating it

@@ -67,6 +67,7 @@ var _ queue.Store = (*Store)(nil)
 // Store is a queue.Store on one SQLite file.
 type Store struct {
 	path    string
+	walPath string // SQLite's write-ahead log: beside the database's real file, symbolic links resolved
 	writeDB *sql.DB
 	readDB  *sql.DB
 
@@ -133,19 +134,39 @@ func busyBackoff(n int) time.Duration {
 // before it is durable; a power loss in that window forgets it, and with
 // it everything committed after it (the log is replayed in order), and
 // nothing of that was acknowledged: an acknowledgement comes from a sync
-// that covers the whole log before it.
+// that covers the whole log before it. The log is opened before the
+// transaction, so that a write-back error on its pages reaches this
+// descriptor's sync (Linux reports such errors to descriptors opened
+// before them). A sync that fails returns errNotDurable: the change is
+// stored, and the caller must not take it as undone.
 //
 // A transaction, once begun, is not cancelled with ctx: the driver cannot
 // reset a connection interrupted mid-transaction, and database/sql would
 // discard the writer connection. ctx is checked before the start.
 func (s *Store) write(ctx context.Context, durable bool, fn func(tx *sql.Tx) error) error {
+	return s.writeThen(ctx, durable, fn, nil)
+}
+
+// writeThen is write that calls committed, when not nil, once the
+// transaction has committed and before the log is synced.
+func (s *Store) writeThen(ctx context.Context, durable bool, fn func(tx *sql.Tx) error, committed func()) error {
+	var log *os.File
+	if durable {
+		var err error
+		if log, err = s.openLog(); err != nil {
+			return err
+		}
+		if log != nil {
+			defer log.Close()
+		}
+	}
 	if err := s.commit(ctx, fn); err != nil {
 		return err
 	}
-	if durable {
-		return s.syncLog()
+	if committed != nil {
+		committed()
 	}
-	return nil
+	return s.syncLog(log)
 }
 
 // commit runs fn in a write transaction under the process's and the
@@ -192,25 +213,35 @@ func (s *Store) commit(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return describe(err)
 }
 
-// syncLog makes every transaction committed so far durable: it flushes
-// the write-ahead log to the device. A checkpoint that copied the log into
-// the database synced both first (synchronous=NORMAL does), so whatever
-// the log no longer holds is durable already. Without a log (the database
-// is not in WAL mode, which NORMAL syncs at commit) it flushes the
-// database file.
-func (s *Store) syncLog() error {
-	f, err := os.Open(s.path + "-wal")
+// errNotDurable is the error of a durable write whose transaction
+// committed but whose log could not be synced.
+var errNotDurable = errors.New("the change is stored but may not survive a power loss")
+
+// openLog opens the write-ahead log for syncLog. It returns nil without
+// a log: the database is not in WAL mode, and its writer then commits
+// with synchronous=FULL (fullUnlessWAL).
+func (s *Store) openLog() (*os.File, error) {
+	f, err := os.Open(s.walPath)
 	if errors.Is(err, os.ErrNotExist) {
-		f, err = os.Open(s.path)
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("sync log: %w", err)
+		return nil, fmt.Errorf("open log: %w", err)
 	}
-	defer f.Close()
-	if err := s.syncFile(f); err != nil {
-		// The transaction is committed and visible; only its durability
-		// failed, so the caller must not take it as undone either.
-		return fmt.Errorf("sync log %s (the change is stored but may not survive a power loss): %w", f.Name(), err)
+	return f, nil
+}
+
+// syncLog makes every transaction committed so far durable: it flushes
+// the write-ahead log to the device. A checkpoint that copied the log into
+// the database synced both first (synchronous=NORMAL does), and the log is
+// reused only after that, so whatever it no longer holds (even if the file
+// was replaced meanwhile) is durable already.
+func (s *Store) syncLog(log *os.File) error {
+	if log == nil {
+		return nil
+	}
+	if err := s.syncFile(log); err != nil {
+		return fmt.Errorf("sync log %s (%w): %w", log.Name(), errNotDurable, err)
 	}
 	return nil
 }
