@@ -15,6 +15,16 @@ import (
 	"github.com/queuectl/queuectl/queue"
 )
 
+// pendingJob is a new job, resolved as enqueue resolves one.
+func pendingJob(t *testing.T, id string) *queue.Job {
+	t.Helper()
+	j, err := queue.NewJob{ID: id, Command: "true"}.Resolve(queue.DefaultSettings(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
 // A durable write flushes the write-ahead log before it returns, and only
 // after it released the write lock, so other writers do not wait for the
 // device; a write that acknowledges nobody flushes nothing.
@@ -66,7 +76,7 @@ func TestDurableWriteSyncsTheLogAfterTheLock(t *testing.T) {
 // not after the log's flush: the job's start does not wait for the device.
 func TestEnqueueWakesWorkersBeforeTheFlush(t *testing.T) {
 	ctx := context.Background()
-	s, _, path := probedStore(t)
+	s, path := newStore(t)
 	other, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -88,9 +98,7 @@ func TestEnqueueWakesWorkersBeforeTheFlush(t *testing.T) {
 		}
 		return syncData(f)
 	}
-	j := &queue.Job{ID: "j", Queue: "default", Command: "true", State: queue.StatePending,
-		BackoffBase: 2, RunAt: time.Now(), CreatedAt: time.Now(), UpdatedAt: time.Now()}
-	if err := s.InsertJobs(ctx, []*queue.Job{j}); err != nil {
+	if err := s.InsertJobs(ctx, []*queue.Job{pendingJob(t, "j")}); err != nil {
 		t.Fatal(err)
 	}
 	if !wokenFirst {
@@ -136,15 +144,12 @@ func TestDurableWriteSyncsTheLogOfALinkedDatabase(t *testing.T) {
 // does not delete its jobs.
 func TestImportCommitNotSyncedIsPublished(t *testing.T) {
 	ctx := context.Background()
-	s, _, _ := probedStore(t)
+	s, _ := newStore(t)
 	imp, err := s.BeginImport(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
-	j := &queue.Job{ID: "j", Queue: "default", Command: "true", State: queue.StatePending,
-		BackoffBase: 2, RunAt: now, CreatedAt: now, UpdatedAt: now}
-	if err := imp.Stage(ctx, []*queue.Job{j}); err != nil {
+	if err := imp.Stage(ctx, []*queue.Job{pendingJob(t, "j")}); err != nil {
 		t.Fatal(err)
 	}
 	s.syncFile = func(*os.File) error { return syscall.EIO }

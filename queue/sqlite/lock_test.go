@@ -161,9 +161,8 @@ func TestFileLockCloseWithAPendingWait(t *testing.T) {
 	waitFree(t, probe)
 }
 
-// probedStore opens a store on a new database and, as another process
-// would, a second handle on its write lock.
-func probedStore(t *testing.T) (s *Store, probe *fileLock, path string) {
+// newStore opens a store on a new database, closed when the test ends.
+func newStore(t *testing.T) (s *Store, path string) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "queue.db")
 	s, err := Open(context.Background(), path)
@@ -171,7 +170,15 @@ func probedStore(t *testing.T) (s *Store, probe *fileLock, path string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	probe, err = openFileLock(path+"-lock", path)
+	return s, path
+}
+
+// probedStore opens a store on a new database and, as another process
+// would, a second handle on its write lock.
+func probedStore(t *testing.T) (s *Store, probe *fileLock, path string) {
+	t.Helper()
+	s, path = newStore(t)
+	probe, err := openFileLock(path+"-lock", path)
 	if err != nil {
 		t.Fatal(err)
 	}
