@@ -150,9 +150,11 @@ func (b *bulkImport) Abort(ctx context.Context) error {
 // publishChunk makes a chunk of a committed import's staged jobs pending,
 // or waiting when they have dependencies, and settles those against the
 // dependencies' states now. It returns how many it published.
-const publishChunk = `UPDATE jobs SET import_id = NULL, state = CASE
+func publishChunk() string {
+	return `UPDATE jobs SET import_id = NULL, state = CASE
 	WHEN EXISTS (SELECT 1 FROM job_deps d WHERE d.job_id = jobs.id) THEN 'waiting' ELSE 'pending' END
-	WHERE rowid IN (` + stagedRows + ` LIMIT ?) RETURNING id, queue, state`
+	WHERE rowid IN (` + stagedRows + limitTo(queue.ImportChunk) + `) RETURNING id, queue, state`
+}
 
 // publish makes a committed import's staged jobs visible, a chunk per
 // transaction, then forgets the import.
@@ -160,7 +162,7 @@ func (s *Store) publish(ctx context.Context, id string) error {
 	for {
 		var n int
 		err := s.write(ctx, false, func(tx *sql.Tx) error {
-			rows, err := tx.QueryContext(ctx, publishChunk, id, queue.ImportChunk)
+			rows, err := tx.QueryContext(ctx, publishChunk(), id)
 			if err != nil {
 				return err
 			}

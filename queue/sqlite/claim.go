@@ -103,12 +103,12 @@ func (s *Store) freeJobs(ctx context.Context, tx *sql.Tx, p queue.ClaimParams) (
 			args = append(args, q)
 		}
 	}
-	return s.claimRows(ctx, tx, freeQuery(p.Queues), append(args, p.Limit))
+	return s.claimRows(ctx, tx, freeQuery(p.Queues, p.Limit), args)
 }
 
-// freeQuery is freeJobs' statement for a claim of queues (every queue when
-// empty); its values are now, the queues twice, and the limit.
-func freeQuery(queues []string) string {
+// freeQuery is freeJobs' statement for a claim of up to limit jobs of
+// queues (every queue when empty); its values are now and the queues twice.
+func freeQuery(queues []string, limit int) string {
 	index, filter := claimIndex(queues)
 	controls := ""
 	if len(queues) > 0 {
@@ -117,7 +117,7 @@ func freeQuery(queues []string) string {
 	return `SELECT rowid, ` + jobColumns + ` FROM jobs INDEXED BY ` + index + `
 		WHERE state IN ('pending', 'failed') AND run_at <= ?` + filter + `
 			AND NOT EXISTS (SELECT 1 FROM queue_controls WHERE (` + steered + `)` + controls + `)
-		ORDER BY priority DESC, run_at, created_at LIMIT ?`
+		ORDER BY priority DESC, run_at, created_at` + limitTo(limit)
 }
 
 // steeredJobs reads the jobs to claim when freeJobs read none: nothing is

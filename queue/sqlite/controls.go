@@ -186,7 +186,7 @@ func (s *Store) claimSteered(ctx context.Context, tx *sql.Tx, p queue.ClaimParam
 			if n < 0 || n > p.Limit {
 				n = p.Limit
 			}
-			got, err := s.candidates(ctx, tx, "jobs_claim_queue", " AND queue = ?", []any{toUS(p.Now), c.Name, n})
+			got, err := s.candidates(ctx, tx, "jobs_claim_queue", " AND queue = ?", n, []any{toUS(p.Now), c.Name})
 			if err != nil {
 				return nil, err
 			}
@@ -257,11 +257,11 @@ func (s *Store) freeCandidates(ctx context.Context, tx *sql.Tx, p queue.ClaimPar
 				args = append(args, q)
 			}
 		}
-		return s.candidates(ctx, tx, "jobs_claim", filter, append(args, p.Limit))
+		return s.candidates(ctx, tx, "jobs_claim", filter, p.Limit, args)
 	}
 	var out []candidate
 	for _, q := range free {
-		got, err := s.candidates(ctx, tx, "jobs_claim_queue", " AND queue = ?", []any{toUS(p.Now), q, p.Limit})
+		got, err := s.candidates(ctx, tx, "jobs_claim_queue", " AND queue = ?", p.Limit, []any{toUS(p.Now), q})
 		if err != nil {
 			return nil, err
 		}
@@ -270,12 +270,12 @@ func (s *Store) freeCandidates(ctx context.Context, tx *sql.Tx, p queue.ClaimPar
 	return out, nil
 }
 
-// candidates reads runnable jobs in claim order through index; args are
-// now, the filter's values, then the limit.
-func (s *Store) candidates(ctx context.Context, tx *sql.Tx, index, filter string, args []any) ([]candidate, error) {
+// candidates reads up to limit runnable jobs in claim order through index;
+// args are now, then the filter's values.
+func (s *Store) candidates(ctx context.Context, tx *sql.Tx, index, filter string, limit int, args []any) ([]candidate, error) {
 	st, err := s.stmt(ctx, tx, `SELECT rowid, queue, priority, run_at, created_at FROM jobs INDEXED BY `+index+`
 		WHERE state IN ('pending', 'failed') AND run_at <= ?`+filter+`
-		ORDER BY priority DESC, run_at, created_at LIMIT ?`)
+		ORDER BY priority DESC, run_at, created_at`+limitTo(limit))
 	if err != nil {
 		return nil, err
 	}

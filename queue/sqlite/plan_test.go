@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -17,14 +19,13 @@ func TestClaimUsesIndexInOrder(t *testing.T) {
 	}
 	defer s.Close()
 	for _, queues := range [][]string{nil, {"a"}, {"a", "b"}} {
-		q := freeQuery(queues)
+		q := freeQuery(queues, 3)
 		args := []any{5}
 		for range 2 {
 			for _, x := range queues {
 				args = append(args, x)
 			}
 		}
-		args = append(args, 3)
 		p := queryPlan(t, s, q, args...)
 		if !strings.Contains(p, "jobs_claim") || strings.Contains(p, "TEMP B-TREE") || strings.Contains(p, "CORRELATED SCALAR SUBQUERY 2") {
 			t.Errorf("queues %v: plan %q", queues, p)
@@ -49,7 +50,7 @@ func TestStatsReadIndexRanges(t *testing.T) {
 		{runTimes, []any{1, 2, 0}, []string{"SEARCH run_slots USING PRIMARY KEY (span=? AND slot>? AND slot<?)",
 			"SEARCH run_slots USING PRIMARY KEY (span=? AND slot>?)"}},
 		{hourMaxima, []any{1}, []string{"SEARCH run_slots USING PRIMARY KEY (span=? AND slot>?)"}},
-		{longest, []any{1, 2, 3}, []string{"SEARCH a USING INDEX attempts_slowest (<expr>=? AND <expr>>?)"}},
+		{longest + limitTo(3), []any{1, 2}, []string{"SEARCH a USING INDEX attempts_slowest (<expr>=? AND <expr>>?)"}},
 	} {
 		p := queryPlan(t, s, c.query, c.args...)
 		for _, w := range c.want {
@@ -81,4 +82,28 @@ func queryPlan(t *testing.T, s *Store, query string, args ...any) string {
 		plan = append(plan, d)
 	}
 	return strings.Join(plan, "; ")
+}
+
+// TestNoBoundLimit checks that no statement of the package binds its LIMIT:
+// SQLite prepares such a statement again each time it is bound (limitTo).
+func TestNoBoundLimit(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := regexp.MustCompile(`(?i)\bLIMIT\s+[?:@$]`)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if bound.MatchString(line) {
+				t.Errorf("%s:%d binds a LIMIT (write it with limitTo): %s", f, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
 }

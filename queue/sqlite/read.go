@@ -153,8 +153,7 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) ([]*queue.Job,
 	// the rowid, so no sort is needed.
 	query += " ORDER BY rowid DESC"
 	if p.Limit > 0 {
-		query += " LIMIT ?"
-		args = append(args, p.Limit)
+		query += limitTo(p.Limit)
 	}
 	rows, err := s.readDB.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -340,21 +339,21 @@ func (r slowestSource) HourMaxima(ctx context.Context, hour time.Time) ([]storek
 }
 
 // longest reads the longest attempts of one minute from the end of its
-// range of attempts_slowest.
+// range of attempts_slowest (the limit follows it: limitTo).
 const longest = `SELECT a.job_id, j.queue, a.outcome, a.finished_at - coalesce(a.started_at, a.finished_at) AS d, a.finished_at
 	FROM attempts a INDEXED BY attempts_slowest JOIN jobs j ON j.id = a.job_id
 	WHERE a.finished_at / 60000000 = ?1 AND a.finished_at - coalesce(a.started_at, a.finished_at) >= ?2
-	ORDER BY a.finished_at - coalesce(a.started_at, a.finished_at) DESC LIMIT ?3`
+	ORDER BY a.finished_at - coalesce(a.started_at, a.finished_at) DESC`
 
 func (r slowestSource) Longest(ctx context.Context, from, to time.Time, atLeast int64, limit int) ([]queue.AttemptStat, error) {
-	st, err := r.s.readDB.PrepareContext(ctx, longest)
+	st, err := r.s.readDB.PrepareContext(ctx, longest+limitTo(limit))
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
 	var out []queue.AttemptStat
 	for m := from; m.Before(to); m = m.Add(queue.MinuteSlot) {
-		rows, err := st.QueryContext(ctx, toUS(m)/queue.MinuteSlot.Microseconds(), atLeast, limit)
+		rows, err := st.QueryContext(ctx, toUS(m)/queue.MinuteSlot.Microseconds(), atLeast)
 		if err != nil {
 			return nil, err
 		}

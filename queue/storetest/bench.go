@@ -3,7 +3,9 @@ package storetest
 import (
 	"context"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/queuectl/queuectl/internal/bench"
 	"github.com/queuectl/queuectl/queue"
@@ -13,7 +15,8 @@ import (
 // as a Go benchmark, on a store open returns empty, at 1, 8 and 64 slots:
 // a store package calls it from its own BenchmarkEngineNoop, so that go
 // test's profilers (-cpuprofile, -memprofile) reach it. It reports jobs/s,
-// jobs per claim and jobs per finish batch. It lives here, with the other
+// jobs per claim, jobs per finish batch and the process's CPU time (user
+// and system) per job. It lives here, with the other
 // test helpers, so that the queuectl binary does not link package testing.
 func BenchEngineNoop(b *testing.B, open func(b *testing.B) queue.Store) {
 	for _, slots := range []int{1, 8, 64} {
@@ -24,7 +27,9 @@ func BenchEngineNoop(b *testing.B, open func(b *testing.B) queue.Store) {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
+			cpu0 := cpuTime()
 			run, err := bench.RunNoopEngine(ctx, st, b.N, slots)
+			cpu := cpuTime() - cpu0
 			b.StopTimer()
 			if err != nil {
 				b.Fatal(err)
@@ -32,6 +37,14 @@ func BenchEngineNoop(b *testing.B, open func(b *testing.B) queue.Store) {
 			b.ReportMetric(float64(b.N)/run.Elapsed.Seconds(), "jobs/s")
 			b.ReportMetric(float64(run.Claimed)/float64(max(1, run.Claims)), "jobs/claim")
 			b.ReportMetric(float64(b.N)/float64(max(1, run.Finishes)), "jobs/finish")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/job")
 		})
 	}
+}
+
+// cpuTime is the CPU time (user and system) the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
