@@ -84,15 +84,56 @@ func Open(ctx context.Context, path string) (*Store, error) {
 }
 
 // checkFile gives clear errors for a missing or unwritable directory and
-// for a file that is not SQLite, before SQLite touches anything.
+// for a file that is not SQLite, before SQLite touches anything. A path
+// that is a symbolic link is checked at the file the link leads to, which
+// is created when it does not exist yet (as SQLite would create a new
+// database's file through the link).
 func checkFile(path string) error {
+	end, err := linkEnd(path)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := checkTarget(end); err != nil {
+		if end != path {
+			return fmt.Errorf("open %s, a symbolic link to %s: %w", path, end, err)
+		}
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	return nil
+}
+
+// linkEnd follows path's symbolic links to the file they lead to, which
+// may not exist yet; a path that is not a link is its own end.
+func linkEnd(path string) (string, error) {
+	for range 40 {
+		fi, err := os.Lstat(path)
+		if errors.Is(err, os.ErrNotExist) || err == nil && fi.Mode()&os.ModeSymlink == 0 {
+			return path, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		target, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(path), target)
+		}
+		path = target
+	}
+	return "", errors.New("too many levels of symbolic links")
+}
+
+// checkTarget is checkFile for the file itself (no link).
+func checkTarget(path string) error {
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Errorf("open %s: directory %s: %w", path, dir, err)
+		return fmt.Errorf("directory %s: %w", dir, err)
 	}
 	if !st.IsDir() {
-		return fmt.Errorf("open %s: %s is not a directory", path, dir)
+		return fmt.Errorf("%s is not a directory", dir)
 	}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -105,12 +146,12 @@ func checkFile(path string) error {
 			return nil // created meanwhile by another process
 		}
 		if err != nil {
-			return fmt.Errorf("open %s: directory %s is not writable: %w", path, dir, err)
+			return fmt.Errorf("directory %s is not writable: %w", dir, err)
 		}
 		return f.Close()
 	}
 	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
+		return err
 	}
 	defer f.Close()
 	header := make([]byte, 16)
@@ -119,7 +160,7 @@ func checkFile(path string) error {
 		return nil // empty file: SQLite treats it as a new database
 	}
 	if n < 16 || string(header) != "SQLite format 3\x00" {
-		return fmt.Errorf("open %s: not a SQLite database", path)
+		return errors.New("not a SQLite database")
 	}
 	return nil
 }

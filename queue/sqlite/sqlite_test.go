@@ -84,6 +84,57 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 	}
 }
 
+// TestOpenThroughALinkToANewFile opens a database through a symbolic link
+// (relative, through a second link) to a file that does not exist yet: it
+// is created writable, owner-only, with its log beside it; a link into a
+// directory that does not exist is refused naming the link and its end.
+func TestOpenThroughALinkToANewFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "data"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(dir, "data", "queue.db")
+	if err := os.Symlink(filepath.Join("data", "queue.db"), filepath.Join(dir, "inner.db")); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "queue.db")
+	if err := os.Symlink(filepath.Join(dir, "inner.db"), link); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlite.Open(ctx, link)
+	if err != nil {
+		t.Fatalf("open through a link to a new file: %v", err)
+	}
+	if _, err := queue.Enqueue(ctx, s, nil, []queue.NewJob{{ID: "a", Command: "true"}}, time.Now()); err != nil {
+		t.Fatalf("enqueue through the link: %v", err)
+	}
+	s.Close()
+	fi, err := os.Stat(real)
+	if err != nil || fi.Mode().Perm() != 0o600 || fi.Size() == 0 {
+		t.Fatalf("the link's file: %v, %v", fi, err)
+	}
+	if _, err := os.Lstat(link + "-wal"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a log beside the link: %v", err)
+	}
+	if _, err := openAt(t, real).GetJob(ctx, "a"); err != nil {
+		t.Fatalf("the job, read from the file itself: %v", err)
+	}
+
+	broken := filepath.Join(dir, "broken.db")
+	if err := os.Symlink(filepath.Join(dir, "nowhere", "queue.db"), broken); err != nil {
+		t.Fatal(err)
+	}
+	_, err = sqlite.Open(ctx, broken)
+	if err == nil || !strings.Contains(err.Error(), broken) || !strings.Contains(err.Error(), filepath.Join(dir, "nowhere")) ||
+		strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("a link into a missing directory: want an error naming the link and the directory, got %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nowhere")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the missing directory was created: %v", err)
+	}
+}
+
 func TestOpenRefusesNewerSchema(t *testing.T) {
 	path, raw := migratedRaw(t)
 	// Simulate a database written by a future binary.
