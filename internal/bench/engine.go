@@ -16,6 +16,7 @@ type EngineRun struct {
 	Claims   int64         // claim calls
 	Claimed  int64         // jobs they took
 	Finishes int64         // finish batches
+	CPU      time.Duration // this process's CPU time (user + system) over Elapsed
 }
 
 // RunNoopEngine runs n jobs already in st through an in-process engine of
@@ -28,7 +29,7 @@ func RunNoopEngine(ctx context.Context, st queue.Store, n, slots int) (EngineRun
 		return queue.RunResult{ExitCode: 0, Started: now, Finished: now}
 	})
 	eng := queue.NewEngine(c, noop, queue.EngineConfig{Lanes: []queue.Lane{{Slots: slots}}, Log: zerolog.Nop(), Processes: proc.Host{}})
-	start := time.Now()
+	start, cpu0 := time.Now(), selfCPU()
 	if err := eng.Start(ctx); err != nil {
 		return EngineRun{}, err
 	}
@@ -40,7 +41,7 @@ func RunNoopEngine(ctx context.Context, st queue.Store, n, slots int) (EngineRun
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	run := EngineRun{Elapsed: time.Since(start), Claims: c.claims.Load(), Claimed: c.claimed.Load(), Finishes: c.finishes.Load()}
+	run := EngineRun{Elapsed: time.Since(start), CPU: selfCPU() - cpu0, Claims: c.claims.Load(), Claimed: c.claimed.Load(), Finishes: c.finishes.Load()}
 	if serr := eng.Stop(context.Background()); err == nil {
 		err = serr
 	}

@@ -3,9 +3,7 @@ package storetest
 import (
 	"context"
 	"strconv"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/queuectl/queuectl/internal/bench"
 	"github.com/queuectl/queuectl/queue"
@@ -27,9 +25,7 @@ func BenchEngineNoop(b *testing.B, open func(b *testing.B) queue.Store) {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
-			cpu0 := cpuTime()
 			run, err := bench.RunNoopEngine(ctx, st, b.N, slots)
-			cpu := cpuTime() - cpu0
 			b.StopTimer()
 			if err != nil {
 				b.Fatal(err)
@@ -37,14 +33,7 @@ func BenchEngineNoop(b *testing.B, open func(b *testing.B) queue.Store) {
 			b.ReportMetric(float64(b.N)/run.Elapsed.Seconds(), "jobs/s")
 			b.ReportMetric(float64(run.Claimed)/float64(max(1, run.Claims)), "jobs/claim")
 			b.ReportMetric(float64(b.N)/float64(max(1, run.Finishes)), "jobs/finish")
-			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/job")
+			b.ReportMetric(float64(run.CPU.Microseconds())/float64(b.N), "cpu-µs/job")
 		})
 	}
-}
-
-// cpuTime is the CPU time (user and system) the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
