@@ -135,15 +135,10 @@ func (c *finishColumns) add(f queue.Finish) {
 	c.inline = append(c.inline, inline(f))
 }
 
-// inline reports whether f's attempt is kept on its job's row: the job
-// finishes with it, and the job's own number, exit code, error and worker
-// are the attempt's, as the lifecycle decides them (its end always is:
-// add). A cancel request changes only a runnable outcome, never a finished
-// one, so the row holds what was decided here.
+// inline reports whether f's attempt is kept on its job's row
+// (storekit.FinalOnRow) in a column of type attempt_outcome.
 func inline(f queue.Finish) bool {
-	r := f.Record
-	return f.State.Finished() && slices.Contains(rowOutcomes, r.Outcome) && r.Number == f.Attempts &&
-		r.Error == f.Error && r.Worker == f.Worker && equalInt(r.ExitCode, f.ExitCode)
+	return storekit.FinalOnRow(f) && slices.Contains(rowOutcomes, f.Record.Outcome)
 }
 
 // rowOutcomes are the values of the type attempt_outcome (migration 21),
@@ -151,10 +146,6 @@ func inline(f queue.Finish) bool {
 // attempts, whose outcome is text.
 var rowOutcomes = []queue.Outcome{queue.OutcomeSucceeded, queue.OutcomeFailed, queue.OutcomeTimedOut, queue.OutcomeLost,
 	queue.OutcomeCancelled, queue.OutcomeInterrupted}
-
-func equalInt(a, b *int) bool {
-	return a == b || a != nil && b != nil && *a == *b
-}
 
 func (c *finishColumns) args() []any {
 	return []any{c.state, c.attempts, c.runAt, c.finishedAt, c.exitCode, c.errs, c.now, c.id, c.worker, c.attempt,

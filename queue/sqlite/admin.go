@@ -28,9 +28,15 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 			if err := tx.QueryRowContext(ctx, `SELECT queue, state, attempts FROM jobs WHERE id = ?`, id).Scan(&q, &state, &attempts); err != nil {
 				return err
 			}
+			// The final attempt kept on a dead job's row goes to attempts,
+			// where the job's next attempts go too.
+			if _, err := tx.ExecContext(ctx, moveFinalAttempt, id); err != nil {
+				return err
+			}
 			// A reset attempt count resets the uncharged ones too.
 			_, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'pending', run_at = ?1, updated_at = ?1, attempts = ?2,
-				uncharged = min(uncharged, ?2) WHERE id = ?3`,
+				uncharged = min(uncharged, ?2), last_started_at = NULL, last_outcome = NULL, last_signal = NULL,
+				last_output = NULL, last_dropped = NULL WHERE id = ?3`,
 				toUS(p.Now), queue.RetryAttempts(queue.State(state), attempts), id)
 			if err != nil {
 				return err
@@ -48,6 +54,14 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 	}
 	return moved, nil
 }
+
+// moveFinalAttempt copies the final attempt kept on job ?1's row (finish.go)
+// to attempts, in the columns job_attempts reads it from.
+const moveFinalAttempt = `INSERT INTO attempts (job_id, number, started_at, finished_at, exit_code, signal, outcome, worker, error,
+		output, dropped)
+	SELECT id, attempts, last_started_at, finished_at, exit_code, last_signal, last_outcome, worker, error,
+		last_output, coalesce(last_dropped, 0)
+	FROM jobs WHERE id = ? AND last_outcome IS NOT NULL`
 
 // pickJobs returns the named jobs and, with allDead, every dead job (of
 // queue q when given), once each, after checking that each exists and that
@@ -221,7 +235,7 @@ const forgetRuns = `UPDATE run_slots SET n = run_slots.n - g.n
 			CASE WHEN a.outcome IN ('succeeded', 'interrupted') THEN a.outcome ELSE 'failed' END AS class,
 			(SELECT min(le_us) FROM run_buckets WHERE le_us >= a.finished_at - coalesce(a.started_at, a.finished_at)) AS le_us,
 			count(*) AS n
-		FROM jobs j JOIN attempts a ON a.job_id = j.id JOIN (SELECT 60000000 AS span UNION ALL SELECT 3600000000) s
+		FROM jobs j JOIN job_attempts a ON a.job_id = j.id JOIN (SELECT 60000000 AS span UNION ALL SELECT 3600000000) s
 		WHERE j.id IN (SELECT value FROM json_each(?1))
 		GROUP BY 1, 2, 3, 4, 5) AS g
 	WHERE run_slots.span = g.span AND run_slots.slot = g.slot AND run_slots.queue = g.queue
@@ -263,10 +277,19 @@ func forgetAttempts(ctx context.Context, tx *sql.Tx, ids string) error {
 	return err
 }
 
-// PruneOutput implements queue.Store.
+// PruneOutput implements queue.Store: the attempts first, then the final
+// attempts kept on finished jobs' rows (migration 12), at most p.Limit
+// (0: all) in all.
 func (s *Store) PruneOutput(ctx context.Context, p queue.PruneOutputParams) (int, error) {
 	n, err := s.batch(ctx, false, `SELECT rowid FROM attempts WHERE finished_at < ? AND output IS NOT NULL`,
 		`UPDATE attempts SET dropped = dropped + length(output), output = NULL WHERE rowid IN (%s)`, p.Limit, p.DryRun, toUS(p.Before))
+	if err == nil && (p.Limit == 0 || n < p.Limit) {
+		var m int
+		m, err = s.batch(ctx, false, `SELECT rowid FROM jobs WHERE finished_at < ? AND last_output IS NOT NULL`,
+			`UPDATE jobs SET last_dropped = coalesce(last_dropped, 0) + length(last_output), last_output = NULL WHERE rowid IN (%s)`,
+			max(p.Limit-n, 0), p.DryRun, toUS(p.Before))
+		n += m
+	}
 	if err != nil {
 		return 0, fmt.Errorf("prune output: %w", err)
 	}

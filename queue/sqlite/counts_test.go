@@ -24,7 +24,9 @@ import (
 // installed again into shadow tables of the test's database.
 
 // oracle is the triggers of migration 3 that kept the totals, counting
-// into check_ tables instead.
+// into check_ tables instead, and one that counts the final attempts kept
+// on jobs' rows since migration 12 as the first counts attempts rows (a
+// final attempt a retry moves to attempts is not counted again).
 func oracle(t *testing.T) string {
 	t.Helper()
 	body, err := os.ReadFile("migrations/0003_metrics.sql")
@@ -41,9 +43,21 @@ func oracle(t *testing.T) string {
 	}
 	for _, m := range triggers {
 		sql += "\nCREATE TRIGGER check_" + m[1] + strings.NewReplacer("INSERT INTO attempt_totals", "INSERT INTO check_attempt_totals",
-			"INSERT INTO start_delay_totals", "INSERT INTO check_start_delay_totals").Replace(m[2]) + "\nEND;"
+			"INSERT INTO start_delay_totals", "INSERT INTO check_start_delay_totals",
+			"AFTER INSERT ON attempts", "AFTER INSERT ON attempts\n    WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE id = NEW.job_id AND last_outcome IS NOT NULL)",
+		).Replace(m[2]) + "\nEND;"
 	}
-	return sql
+	return sql + `
+	CREATE TRIGGER check_final_attempt_count AFTER UPDATE OF last_outcome ON jobs
+		WHEN NEW.last_outcome IS NOT NULL AND OLD.last_outcome IS NULL
+	BEGIN
+		INSERT INTO check_attempt_totals (queue, outcome, le_us, n, sum_us)
+		VALUES (NEW.queue, NEW.last_outcome,
+			(SELECT min(le_us) FROM metric_buckets
+				WHERE le_us >= NEW.finished_at - coalesce(NEW.last_started_at, NEW.finished_at)),
+			1, NEW.finished_at - coalesce(NEW.last_started_at, NEW.finished_at))
+		ON CONFLICT (queue, outcome, le_us) DO UPDATE SET n = n + 1, sum_us = sum_us + excluded.sum_us;
+	END;`
 }
 
 // withOracle opens the database at path (migrating it) and installs the
@@ -67,7 +81,7 @@ func withOracle(t *testing.T, path string) {
 const slotsOracle = `WITH a AS (
 		SELECT a.finished_at AS f, j.queue, CASE WHEN a.outcome IN ('succeeded', 'interrupted') THEN a.outcome ELSE 'failed' END AS class,
 			(SELECT min(le_us) FROM run_buckets WHERE le_us >= a.finished_at - coalesce(a.started_at, a.finished_at)) AS le
-		FROM attempts a JOIN jobs j ON j.id = a.job_id)
+		FROM job_attempts a JOIN jobs j ON j.id = a.job_id)
 	SELECT s.span, f - f % s.span AS slot, queue, class, le, count(*)
 	FROM a, (SELECT 60000000 AS span UNION ALL SELECT 3600000000) s
 	GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5`

@@ -34,8 +34,8 @@ func TestClaimUsesIndexInOrder(t *testing.T) {
 }
 
 // TestStatsReadIndexRanges checks that statistics read ranges of
-// run_slots' key and of attempts_slowest, never a whole table, and never
-// sort the attempts of a minute.
+// run_slots' key and of attempts_slowest and jobs_slowest, never a whole
+// table, and never sort the attempts of a minute.
 func TestStatsReadIndexRanges(t *testing.T) {
 	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "q.db"))
 	if err != nil {
@@ -50,7 +50,8 @@ func TestStatsReadIndexRanges(t *testing.T) {
 		{runTimes, []any{1, 2, 0}, []string{"SEARCH run_slots USING PRIMARY KEY (span=? AND slot>? AND slot<?)",
 			"SEARCH run_slots USING PRIMARY KEY (span=? AND slot>?)"}},
 		{hourMaxima, []any{1}, []string{"SEARCH run_slots USING PRIMARY KEY (span=? AND slot>?)"}},
-		{longest + limitTo(3), []any{1, 2}, []string{"SEARCH a USING INDEX attempts_slowest (<expr>=? AND <expr>>?)"}},
+		{longestAttempts + limitTo(3), []any{1, 2}, []string{"SEARCH a USING INDEX attempts_slowest (<expr>=? AND <expr>>?)"}},
+		{longestFinal + limitTo(3), []any{1, 2}, []string{"SEARCH jobs USING INDEX jobs_slowest (<expr>=? AND <expr>>?)"}},
 	} {
 		p := queryPlan(t, s, c.query, c.args...)
 		for _, w := range c.want {
@@ -58,7 +59,7 @@ func TestStatsReadIndexRanges(t *testing.T) {
 				t.Errorf("plan %q lacks %q", p, w)
 			}
 		}
-		if strings.Contains(p, "SCAN run_slots") || strings.Contains(p, "SCAN a") || strings.Contains(p, "TEMP B-TREE FOR ORDER BY") {
+		if strings.Contains(p, "SCAN run_slots") || strings.Contains(p, "SCAN a") || strings.Contains(p, "SCAN jobs") || strings.Contains(p, "TEMP B-TREE FOR ORDER BY") {
 			t.Errorf("plan %q scans a table or sorts", p)
 		}
 	}
@@ -104,6 +105,30 @@ func TestNoBoundLimit(t *testing.T) {
 			if bound.MatchString(line) {
 				t.Errorf("%s:%d binds a LIMIT (write it with limitTo): %s", f, i+1, strings.TrimSpace(line))
 			}
+		}
+	}
+}
+
+// TestAttemptsReadOneJob checks that a job's history is read through
+// job_attempts by two index probes: its attempts rows and its own row.
+func TestAttemptsReadOneJob(t *testing.T) {
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "q.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, q := range []string{
+		`SELECT ` + attemptColumns + ` FROM job_attempts WHERE job_id = ? ORDER BY seq`,
+		`SELECT ` + attemptColumns + `, output FROM job_attempts WHERE job_id = ? AND number = ? ORDER BY seq DESC LIMIT 1`,
+	} {
+		p := queryPlan(t, s, q, "j", 1)
+		for _, w := range []string{"SEARCH attempts USING INDEX attempts_job (job_id=?", "SEARCH jobs USING INDEX sqlite_autoindex_jobs_1 (id=?)"} {
+			if !strings.Contains(p, w) {
+				t.Errorf("plan %q lacks %q", p, w)
+			}
+		}
+		if strings.Contains(p, "SCAN attempts") || strings.Contains(p, "SCAN jobs") {
+			t.Errorf("plan %q scans a table", p)
 		}
 	}
 }

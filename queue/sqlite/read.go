@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -166,6 +167,8 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) ([]*queue.Job,
 	return jobs, nil
 }
 
+// attemptColumns are the columns of attempts and of job_attempts, which
+// adds the final attempts kept on finished jobs' rows (migration 12).
 const attemptColumns = `job_id, number, started_at, finished_at, exit_code, signal, outcome, worker, error, dropped`
 
 func scanAttempt(row scanner, withOutput bool) (*queue.Attempt, error) {
@@ -194,7 +197,7 @@ func scanAttempt(row scanner, withOutput bool) (*queue.Attempt, error) {
 
 // Attempts implements queue.Store.
 func (s *Store) Attempts(ctx context.Context, jobID string) ([]*queue.Attempt, error) {
-	rows, err := s.readDB.QueryContext(ctx, `SELECT `+attemptColumns+` FROM attempts WHERE job_id = ? ORDER BY rowid`, jobID)
+	rows, err := s.readDB.QueryContext(ctx, `SELECT `+attemptColumns+` FROM job_attempts WHERE job_id = ? ORDER BY seq`, jobID)
 	if err != nil {
 		return nil, fmt.Errorf("attempts: %w", describe(err))
 	}
@@ -212,13 +215,13 @@ func (s *Store) Attempts(ctx context.Context, jobID string) ([]*queue.Attempt, e
 
 // Output implements queue.Store.
 func (s *Store) Output(ctx context.Context, jobID string, number int) (*queue.Attempt, error) {
-	query := `SELECT ` + attemptColumns + `, output FROM attempts WHERE job_id = ?`
+	query := `SELECT ` + attemptColumns + `, output FROM job_attempts WHERE job_id = ?`
 	args := []any{jobID}
 	if number > 0 {
 		query += ` AND number = ?`
 		args = append(args, number)
 	}
-	query += ` ORDER BY rowid DESC LIMIT 1`
+	query += ` ORDER BY seq DESC LIMIT 1`
 	a, err := scanAttempt(s.readDB.QueryRowContext(ctx, query, args...), true)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, storekit.NoOutput(ctx, s.GetJob, jobID, number)
@@ -231,8 +234,8 @@ func (s *Store) Output(ctx context.Context, jobID string, number int) (*queue.At
 
 // OutputAt implements queue.Store.
 func (s *Store) OutputAt(ctx context.Context, jobID string, i int) (*queue.Attempt, error) {
-	a, err := scanAttempt(s.readDB.QueryRowContext(ctx, `SELECT `+attemptColumns+`, output FROM attempts WHERE job_id = ?
-		ORDER BY rowid LIMIT 1 OFFSET ?`, jobID, max(i, 0)), true)
+	a, err := scanAttempt(s.readDB.QueryRowContext(ctx, `SELECT `+attemptColumns+`, output FROM job_attempts WHERE job_id = ?
+		ORDER BY seq LIMIT 1 OFFSET ?`, jobID, max(i, 0)), true)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, storekit.NoOutputAt(ctx, s.GetJob, jobID, i)
 	}
@@ -338,40 +341,69 @@ func (r slowestSource) HourMaxima(ctx context.Context, hour time.Time) ([]storek
 	return out, rows.Err()
 }
 
-// longest reads the longest attempts of one minute from the end of its
-// range of attempts_slowest (the limit follows it: limitTo).
-const longest = `SELECT a.job_id, j.queue, a.outcome, a.finished_at - coalesce(a.started_at, a.finished_at) AS d, a.finished_at
+// longestAttempts and longestFinal read the longest attempts of one minute
+// (?1) that ran at least ?2 microseconds from the end of the minute's range
+// of attempts_slowest and of jobs_slowest (the final attempts kept on the
+// jobs' rows, migration 12): the indexes' expressions, to the letter. The
+// limit follows each (limitTo).
+const (
+	longestAttempts = `SELECT a.job_id, j.queue, a.outcome, a.finished_at - coalesce(a.started_at, a.finished_at) AS d, a.finished_at
 	FROM attempts a INDEXED BY attempts_slowest JOIN jobs j ON j.id = a.job_id
 	WHERE a.finished_at / 60000000 = ?1 AND a.finished_at - coalesce(a.started_at, a.finished_at) >= ?2
 	ORDER BY a.finished_at - coalesce(a.started_at, a.finished_at) DESC`
+	longestFinal = `SELECT id, queue, last_outcome, finished_at - coalesce(last_started_at, finished_at) AS d, finished_at
+	FROM jobs INDEXED BY jobs_slowest
+	WHERE last_outcome IS NOT NULL AND finished_at / 60000000 = ?1 AND finished_at - coalesce(last_started_at, finished_at) >= ?2
+	ORDER BY finished_at - coalesce(last_started_at, finished_at) DESC`
+)
 
 func (r slowestSource) Longest(ctx context.Context, from, to time.Time, atLeast int64, limit int) ([]queue.AttemptStat, error) {
-	st, err := r.s.readDB.PrepareContext(ctx, longest+limitTo(limit))
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
-	var out []queue.AttemptStat
-	for m := from; m.Before(to); m = m.Add(queue.MinuteSlot) {
-		rows, err := st.QueryContext(ctx, toUS(m)/queue.MinuteSlot.Microseconds(), atLeast)
+	var sts []*sql.Stmt
+	defer func() {
+		for _, st := range sts {
+			st.Close()
+		}
+	}()
+	for _, q := range []string{longestAttempts, longestFinal} {
+		st, err := r.s.readDB.PrepareContext(ctx, q+limitTo(limit))
 		if err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			var a queue.AttemptStat
-			var outcome string
-			var d, finished int64
-			if err := rows.Scan(&a.JobID, &a.Queue, &outcome, &d, &finished); err != nil {
-				rows.Close()
+		sts = append(sts, st)
+	}
+	var out []queue.AttemptStat
+	for m := from; m.Before(to); m = m.Add(queue.MinuteSlot) {
+		var minute []queue.AttemptStat
+		for _, st := range sts {
+			found, err := scanLongest(ctx, st, toUS(m)/queue.MinuteSlot.Microseconds(), atLeast)
+			if err != nil {
 				return nil, err
 			}
-			a.Outcome, a.Duration, a.FinishedAt = queue.Outcome(outcome), time.Duration(d)*time.Microsecond, fromUS(finished)
-			out = append(out, a)
+			minute = append(minute, found...)
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
+		sort.SliceStable(minute, func(i, j int) bool { return minute[i].Duration > minute[j].Duration })
+		out = append(out, minute[:min(len(minute), limit)]...)
 	}
 	return out, nil
+}
+
+// scanLongest runs one of the longest statements for a minute.
+func scanLongest(ctx context.Context, st *sql.Stmt, minute, atLeast int64) ([]queue.AttemptStat, error) {
+	rows, err := st.QueryContext(ctx, minute, atLeast)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []queue.AttemptStat
+	for rows.Next() {
+		var a queue.AttemptStat
+		var outcome string
+		var d, finished int64
+		if err := rows.Scan(&a.JobID, &a.Queue, &outcome, &d, &finished); err != nil {
+			return nil, err
+		}
+		a.Outcome, a.Duration, a.FinishedAt = queue.Outcome(outcome), time.Duration(d)*time.Microsecond, fromUS(finished)
+		out = append(out, a)
+	}
+	return out, rows.Err()
 }
