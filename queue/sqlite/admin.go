@@ -16,7 +16,7 @@ import (
 // RetryJobs implements queue.Store. It changes all named jobs or none.
 func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, error) {
 	var moved []string
-	err := s.write(ctx, true, func(tx *sql.Tx) error {
+	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
 		moved = nil
 		ids, err := pickJobs(ctx, tx, p.IDs, p.AllDead, p.Queue, queue.State.Retryable, "only failed or dead jobs can be retried")
 		if err != nil {
@@ -88,7 +88,7 @@ func pickJobs(ctx context.Context, tx *sql.Tx, named []string, allDead bool, q s
 // DiscardJobs implements queue.Store. It deletes all named jobs or none.
 func (s *Store) DiscardJobs(ctx context.Context, p queue.DiscardParams) ([]string, error) {
 	var gone []string
-	err := s.write(ctx, true, func(tx *sql.Tx) error {
+	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
 		ids, err := pickJobs(ctx, tx, p.IDs, p.AllDead, p.Queue, queue.State.Discardable, "a running job cannot be discarded: cancel it first")
 		if err != nil {
 			return err
@@ -121,7 +121,7 @@ func (s *Store) DiscardJobs(ctx context.Context, p queue.DiscardParams) ([]strin
 // CancelJob implements queue.Store.
 func (s *Store) CancelJob(ctx context.Context, id string, now time.Time) (queue.State, error) {
 	var was queue.State
-	err := s.write(ctx, true, func(tx *sql.Tx) error {
+	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		was, err = storekit.Cancel(ctx, cancelTx{settleTx{tx, &s.tally}}, id, now)
 		return err
@@ -197,7 +197,7 @@ func (s *Store) deleteJobs(ctx context.Context, match string, limit int, args ..
 		match += fmt.Sprintf(" LIMIT %d", limit)
 	}
 	var n int
-	err := s.write(ctx, true, func(tx *sql.Tx) error {
+	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, match, args...)
 		if err != nil {
 			return err
@@ -310,7 +310,7 @@ func (s *Store) batch(ctx context.Context, full bool, match, change string, limi
 		return n, describe(err)
 	}
 	var n int64
-	err := s.write(ctx, full, func(tx *sql.Tx) error {
+	err := s.write(ctx, full, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, fmt.Sprintf(change, match), args...)
 		if err != nil {
 			return err
@@ -324,7 +324,7 @@ func (s *Store) batch(ctx context.Context, full bool, match, change string, limi
 // RegisterWorker implements queue.Store (an upsert).
 func (s *Store) RegisterWorker(ctx context.Context, w *queue.WorkerInfo) error {
 	queues, _ := json.Marshal(w.Queues)
-	err := s.write(ctx, false, func(tx *sql.Tx) error {
+	err := s.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO workers (id, pid, host, boot_id, proc_start, queues, started_at, heartbeat_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`,
@@ -339,7 +339,7 @@ func (s *Store) RegisterWorker(ctx context.Context, w *queue.WorkerInfo) error {
 
 // UnregisterWorker implements queue.Store.
 func (s *Store) UnregisterWorker(ctx context.Context, id string) error {
-	err := s.write(ctx, false, func(tx *sql.Tx) error {
+	err := s.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM workers WHERE id = ?`, id)
 		return err
 	})
@@ -381,7 +381,7 @@ func (s *Store) ListWorkers(ctx context.Context) ([]*queue.WorkerInfo, error) {
 
 // RequestStop implements queue.Store.
 func (s *Store) RequestStop(ctx context.Context, ids []string) error {
-	err := s.write(ctx, true, func(tx *sql.Tx) error {
+	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
 		if len(ids) == 0 {
 			_, err := tx.ExecContext(ctx, `UPDATE workers SET stop_requested = 1`)
 			return err
@@ -417,7 +417,7 @@ func (s *Store) GetConfig(ctx context.Context) (map[string]string, error) {
 
 // SetConfig implements queue.Store.
 func (s *Store) SetConfig(ctx context.Context, key, value string) error {
-	err := s.write(ctx, true, func(tx *sql.Tx) error {
+	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO config (key, value) VALUES (?, ?)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
 		return err

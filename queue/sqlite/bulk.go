@@ -66,7 +66,7 @@ func (s *Store) BeginImport(ctx context.Context) (queue.Import, error) {
 	if err != nil || !ok {
 		return nil, fmt.Errorf("begin import: lock %s: %v", s.importLock(id), err)
 	}
-	err = s.write(ctx, false, func(tx *sql.Tx) error {
+	err = s.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO imports (id, committed) VALUES (?, 0)`, id)
 		return err
 	})
@@ -84,7 +84,7 @@ func (b *bulkImport) Stage(ctx context.Context, jobs []*queue.Job) error {
 	if b.done {
 		return errors.New("stage jobs: the import has ended")
 	}
-	err := b.s.write(ctx, false, func(tx *sql.Tx) error {
+	err := b.s.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 		st, err := b.s.stmt(ctx, tx, insertStagedJob)
 		if err != nil {
 			return err
@@ -113,7 +113,7 @@ func (b *bulkImport) Commit(ctx context.Context) error {
 	if b.done {
 		return errors.New("commit import: the import has ended")
 	}
-	err := b.s.write(ctx, true, func(tx *sql.Tx) error {
+	err := b.s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE imports SET committed = 1 WHERE id = ?`, b.id)
 		return err
 	})
@@ -161,7 +161,7 @@ func publishChunk() string {
 func (s *Store) publish(ctx context.Context, id string) error {
 	for {
 		var n int
-		err := s.write(ctx, false, func(tx *sql.Tx) error {
+		err := s.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 			rows, err := tx.QueryContext(ctx, publishChunk(), id)
 			if err != nil {
 				return err
@@ -213,7 +213,7 @@ func (s *Store) dropImport(ctx context.Context, id string) error {
 }
 
 func (s *Store) forgetImport(ctx context.Context, id string) error {
-	return s.write(ctx, false, func(tx *sql.Tx) error {
+	return s.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM imports WHERE id = ?`, id)
 		return err
 	})

@@ -36,7 +36,7 @@ func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Jo
 		return nil, nil
 	}
 	var jobs []*queue.Job
-	err := s.write(ctx, false, func(tx *sql.Tx) error {
+	err := s.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 		jobs = nil
 		ids, js, err := s.freeJobs(ctx, tx, p)
 		if err == nil && len(ids) == 0 {

@@ -54,7 +54,7 @@ func (s *Store) UpdateQueueControls(ctx context.Context, u queue.ControlUpdate) 
 	if err := u.Check(); err != nil {
 		return fmt.Errorf("update queue controls: %w", err)
 	}
-	err := s.write(ctx, true, func(tx *sql.Tx) error {
+	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
 		for _, name := range u.Names {
 			c := queue.QueueControl{Name: name}
 			rows, err := tx.QueryContext(ctx, `SELECT `+controlColumns+` FROM queue_controls WHERE name = ?`, name)

@@ -43,7 +43,7 @@ func TestDurableWriteSyncsTheLogAfterTheLock(t *testing.T) {
 	}
 	insert := func(durable bool, key string) {
 		t.Helper()
-		err := s.write(context.Background(), durable, func(tx *sql.Tx) error {
+		err := s.write(context.Background(), durable, func(ctx context.Context, tx *sql.Tx) error {
 			_, err := tx.Exec(`INSERT INTO config (key, value) VALUES (?, '1')`, key)
 			return err
 		})
@@ -63,7 +63,7 @@ func TestDurableWriteSyncsTheLogAfterTheLock(t *testing.T) {
 		t.Fatal("the log was synced while a write lock was held")
 	}
 	s.syncFile = func(*os.File) error { return syscall.EIO }
-	err := s.write(context.Background(), true, func(tx *sql.Tx) error {
+	err := s.write(context.Background(), true, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.Exec(`INSERT INTO config (key, value) VALUES ('failed', '1')`)
 		return err
 	})

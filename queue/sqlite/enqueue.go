@@ -34,7 +34,7 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 	}
 	// Idle workers are woken as soon as the jobs commit and may claim them
 	// while the log is synced: no acknowledgement waits on them.
-	err := s.writeThen(ctx, true, func(tx *sql.Tx) error {
+	err := s.writeThen(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
 		var full, plain *sql.Stmt
 		var err error
 		for _, j := range jobs {

@@ -44,7 +44,7 @@ const insertAttempt = `INSERT INTO attempts (job_id, number, started_at, finishe
 func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, error) {
 	applied := make([]bool, len(fs))
 	runnable := false
-	err := s.write(ctx, false, func(tx *sql.Tx) error {
+	err := s.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 		upd, err := s.stmt(ctx, tx, finishJob)
 		if err != nil {
 			return err

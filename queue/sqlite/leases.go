@@ -15,7 +15,7 @@ import (
 func (s *Store) Heartbeat(ctx context.Context, p queue.HeartbeatParams) (queue.HeartbeatResult, error) {
 	var res queue.HeartbeatResult
 	ids, _ := json.Marshal(p.Jobs)
-	err := s.write(ctx, false, func(tx *sql.Tx) error {
+	err := s.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 		res = queue.HeartbeatResult{}
 		var stop int
 		err := tx.QueryRowContext(ctx, `UPDATE workers SET heartbeat_at = ? WHERE id = ? RETURNING stop_requested`,

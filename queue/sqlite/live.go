@@ -21,7 +21,7 @@ const saveLive = `INSERT INTO live_output (job_id, worker, attempt, output, writ
 // SaveLiveOutput implements queue.Store. It is not synced to disk: it is a
 // view of work in progress, replaced within a second.
 func (s *Store) SaveLiveOutput(ctx context.Context, p queue.LiveOutput) error {
-	err := s.write(ctx, false, func(tx *sql.Tx) error {
+	err := s.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, saveLive, p.JobID, p.Worker, p.Attempt, queue.LiveTail(p.Output), p.Written, toUS(p.UpdatedAt))
 		return err
 	})

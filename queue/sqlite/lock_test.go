@@ -191,7 +191,7 @@ func probedStore(t *testing.T) (s *Store, probe *fileLock, path string) {
 func TestWriteHoldsTheLockForItsTransaction(t *testing.T) {
 	s, probe, _ := probedStore(t)
 	inside := false
-	err := s.write(context.Background(), true, func(tx *sql.Tx) error {
+	err := s.write(context.Background(), true, func(ctx context.Context, tx *sql.Tx) error {
 		inside = !free(t, probe)
 		_, err := tx.Exec(`INSERT INTO config (key, value) VALUES ('probe', '1')`)
 		return err

@@ -247,7 +247,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		err = s.write(ctx, true, func(tx *sql.Tx) error {
+		err = s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
 			var v int
 			if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 				return err

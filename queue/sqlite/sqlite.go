@@ -143,14 +143,20 @@ func busyBackoff(n int) time.Duration {
 //
 // A transaction, once begun, is not cancelled with ctx: the driver cannot
 // reset a connection interrupted mid-transaction, and database/sql would
-// discard the writer connection. ctx is checked before the start.
-func (s *Store) write(ctx context.Context, durable bool, fn func(tx *sql.Tx) error) error {
+// discard the writer connection. ctx is checked before the start; fn gets
+// a context without its cancellation, for every statement it runs. (The
+// driver runs a statement whose context can be cancelled on a goroutine
+// of its own, to interrupt it: a goroutine and two thread wake-ups per
+// statement, one per job in a batch of outcomes. Statements run with the
+// uncancellable context: the engine at 64 slots 1.17 × the rate, 0.88 ×
+// the CPU per job.)
+func (s *Store) write(ctx context.Context, durable bool, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	return s.writeThen(ctx, durable, fn, nil)
 }
 
 // writeThen is write that calls committed, when not nil, once the
 // transaction has committed and before the log is synced.
-func (s *Store) writeThen(ctx context.Context, durable bool, fn func(tx *sql.Tx) error, committed func()) error {
+func (s *Store) writeThen(ctx context.Context, durable bool, fn func(ctx context.Context, tx *sql.Tx) error, committed func()) error {
 	var log *os.File
 	if durable {
 		var err error
@@ -172,7 +178,7 @@ func (s *Store) writeThen(ctx context.Context, durable bool, fn func(tx *sql.Tx)
 
 // commit runs fn in a write transaction under the process's and the
 // processes' write locks, as write describes.
-func (s *Store) commit(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) commit(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -253,7 +259,7 @@ func stayedBusy(err error) error {
 	return fmt.Errorf("database stayed busy (locked by another process) for %s: %w", busyWait, err)
 }
 
-func (s *Store) tryWrite(ctx context.Context, asked time.Time, fn func(tx *sql.Tx) error) error {
+func (s *Store) tryWrite(ctx context.Context, asked time.Time, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	tx, err := s.writeDB.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -261,7 +267,7 @@ func (s *Store) tryWrite(ctx context.Context, asked time.Time, fn func(tx *sql.T
 	begun := time.Now()
 	defer func() { s.writeStats.add(asked, begun, time.Now()) }()
 	s.tally.reset()
-	if err := fn(tx); err != nil {
+	if err := fn(ctx, tx); err != nil {
 		tx.Rollback()
 		return err
 	}

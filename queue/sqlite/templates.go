@@ -14,7 +14,7 @@ import (
 
 // ApplyQueues implements queue.Store.
 func (s *Store) ApplyQueues(ctx context.Context, qs []queue.QueueConfig) error {
-	err := s.write(ctx, true, func(tx *sql.Tx) error {
+	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM queues`); err != nil {
 			return err
 		}
@@ -93,7 +93,7 @@ func (s *Store) Queues(ctx context.Context) ([]queue.QueueConfig, error) {
 // ApplyTemplates implements queue.Store.
 func (s *Store) ApplyTemplates(ctx context.Context, ts []*queue.Template, now time.Time) error {
 	names, _ := json.Marshal(templateNames(ts))
-	err := s.write(ctx, true, func(tx *sql.Tx) error {
+	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM templates WHERE name NOT IN (SELECT value FROM json_each(?))`, string(names)); err != nil {
 			return err
 		}
@@ -179,7 +179,7 @@ func (s *Store) Templates(ctx context.Context) ([]*queue.Template, error) {
 func (s *Store) FireTemplate(ctx context.Context, p queue.FireParams) (queue.FireResult, error) {
 	var res queue.FireResult
 	// A manual trigger acknowledges a user's request: sync it fully.
-	err := s.write(ctx, p.Kind == queue.FireManual, func(tx *sql.Tx) error {
+	err := s.write(ctx, p.Kind == queue.FireManual, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		res, err = storekit.Fire(ctx, fireTx{s, tx}, p)
 		return err
