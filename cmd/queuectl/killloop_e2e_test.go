@@ -93,6 +93,7 @@ func (k *killLoop) run() {
 	if err := os.MkdirAll(filepath.Join(k.dir, "locks"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(k.showWorkerLogs)
 	// Lost attempts retry after at most a second and never run out.
 	for _, kv := range [][2]string{{"max-retries", "1000"}, {"max-backoff", "1s"}} {
 		if out, err := k.cmd("config", "set", kv[0], kv[1]).CombinedOutput(); err != nil {
@@ -133,6 +134,24 @@ func (k *killLoop) run() {
 	}
 	t.Logf("%d kills (%v) in %s; %d acknowledged jobs, all completed once, no overlap",
 		k.total(), k.dealt, time.Since(start).Round(time.Millisecond), len(k.acked))
+}
+
+// showWorkerLogs logs the end of each worker's log when the test failed
+// (killAll has then made the live workers write their goroutines there):
+// a round that never settles is otherwise a bare timeout.
+func (k *killLoop) showWorkerLogs() {
+	if !k.t.Failed() {
+		return
+	}
+	logs, _ := filepath.Glob(filepath.Join(k.dir, "worker-*.log"))
+	for _, name := range logs {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		k.t.Logf("%s, last lines:\n%s", filepath.Base(name), strings.Join(lines[max(0, len(lines)-400):], "\n"))
+	}
 }
 
 // keepRunning runs processes of one kind until stop: workers are started
@@ -236,8 +255,12 @@ func (k *killLoop) killOne() bool {
 func (k *killLoop) killAll() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	sig := syscall.SIGKILL
+	if k.t.Failed() {
+		sig = syscall.SIGQUIT // each Go process writes its goroutines to its log as it dies
+	}
 	for c := range k.live {
-		c.Process.Signal(syscall.SIGKILL)
+		c.Process.Signal(sig)
 	}
 }
 
