@@ -283,17 +283,21 @@ func forgetAttempts(ctx context.Context, tx *sql.Tx, ids string) error {
 func (s *Store) PruneOutput(ctx context.Context, p queue.PruneOutputParams) (int, error) {
 	n, err := s.batch(ctx, false, `SELECT rowid FROM attempts WHERE finished_at < ? AND output IS NOT NULL`,
 		`UPDATE attempts SET dropped = dropped + length(output), output = NULL WHERE rowid IN (%s)`, p.Limit, p.DryRun, toUS(p.Before))
-	if err == nil && (p.Limit == 0 || n < p.Limit) {
-		var m int
-		m, err = s.batch(ctx, false, `SELECT rowid FROM jobs WHERE finished_at < ? AND last_output IS NOT NULL`,
-			`UPDATE jobs SET last_dropped = coalesce(last_dropped, 0) + length(last_output), last_output = NULL WHERE rowid IN (%s)`,
-			max(p.Limit-n, 0), p.DryRun, toUS(p.Before))
-		n += m
-	}
 	if err != nil {
 		return 0, fmt.Errorf("prune output: %w", err)
 	}
-	return n, nil
+	if p.Limit > 0 && n >= p.Limit {
+		return n, nil
+	}
+	// The attempts' outputs are gone (committed) whatever happens next: a
+	// failure here still reports them.
+	m, err := s.batch(ctx, false, `SELECT rowid FROM jobs WHERE finished_at < ? AND last_output IS NOT NULL`,
+		`UPDATE jobs SET last_dropped = coalesce(last_dropped, 0) + length(last_output), last_output = NULL WHERE rowid IN (%s)`,
+		max(p.Limit-n, 0), p.DryRun, toUS(p.Before))
+	if err != nil {
+		return n, fmt.Errorf("prune output: %w", err)
+	}
+	return n + m, nil
 }
 
 // batch runs change (a statement with %s for the rows) on at most limit
