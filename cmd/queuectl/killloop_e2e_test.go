@@ -37,6 +37,13 @@ const killLoopCIKills = 40
 // left to finish and the invariants are checked.
 const killsPerRound = 16
 
+// jobsPerRound bounds the jobs a round's enqueuers add (the kills go on
+// after they stop). The survivors' work to settle a round is set by its
+// jobs, a quarter of which run for 3 s on six slots: unbounded, a faster
+// enqueue made rounds of 900 jobs, two minutes of work. 400 take about
+// one minute at most.
+const jobsPerRound = 400
+
 func TestKillLoop(t *testing.T) {
 	kills := killLoopCIKills
 	if s := os.Getenv("QUEUECTL_KILLLOOP_KILLS"); s != "" {
@@ -78,6 +85,7 @@ type killLoop struct {
 	acked map[string]bool      // ids an enqueue printed
 	dealt map[string]int       // kills by kind
 	next  int                  // next job number
+	last  int                  // the round's enqueuers stop before this job number
 }
 
 // The processes a loop keeps alive: workers of two slots each, and
@@ -115,6 +123,9 @@ func (k *killLoop) run() {
 	for round := 0; k.total() < k.kills; round++ {
 		enqStop := make(chan struct{})
 		var enq sync.WaitGroup
+		k.mu.Lock()
+		k.last = k.next + jobsPerRound
+		k.mu.Unlock()
 		for i := range killLoopEnqueuers {
 			enq.Add(1)
 			go func() { defer enq.Done(); k.keepRunning(enqStop, "enqueue", i) }()
@@ -178,6 +189,10 @@ func (k *killLoop) keepRunning(stop <-chan struct{}, kind string, i int) {
 		case "enqueue":
 			k.mu.Lock()
 			n := k.next
+			if n >= k.last {
+				k.mu.Unlock()
+				return
+			}
 			k.next++
 			k.mu.Unlock()
 			id = fmt.Sprintf("kl-%06d", n)
