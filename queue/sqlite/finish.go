@@ -59,7 +59,7 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 			r, final := f.Record, storekit.FinalOnRow(f)
 			res, err := upd.ExecContext(ctx, append([]any{string(f.State), f.Attempts, toUS(f.RunAt), toUS(r.FinishedAt),
 				nullInt(f.ExitCode), nullString(f.Error), toUS(f.Now), f.JobID, f.Worker, f.Attempt, toUSOrZero(f.LeaseExpiredBy),
-				string(cState), nullString(cErr), f.Uncharged}, finalColumns(f.Record, final)...)...)
+				string(cState), nullString(cErr), f.Uncharged}, finalColumns(r, final)...)...)
 			if err != nil {
 				return err
 			}

@@ -235,3 +235,31 @@ func TestSideFilesBelongToTheDatabaseOwner(t *testing.T) {
 		t.Fatalf("-lock is owned by %d:%d, want the database's %d:%d", st.Uid, st.Gid, uid, gid)
 	}
 }
+
+// A begun write transaction is not cancelled with its caller's context:
+// the context write hands to fn outlives the caller's cancel, so the
+// statements fn runs after it still run (and the driver runs them without
+// a goroutine each), and the transaction commits.
+func TestWriteStatementsOutliveTheCallersCancel(t *testing.T) {
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "q.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	err = s.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
+		cancel()
+		if ctx.Done() != nil {
+			t.Error("fn's context can be cancelled")
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO config (key, value) VALUES ('max-retries', '7')`)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("write whose caller cancelled after it began: %v", err)
+	}
+	var v string
+	if err := s.readDB.QueryRow(`SELECT value FROM config WHERE key = 'max-retries'`).Scan(&v); err != nil || v != "7" {
+		t.Fatalf("committed value %q, %v; want 7", v, err)
+	}
+}

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -9,7 +10,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -381,7 +381,7 @@ func (r slowestSource) Longest(ctx context.Context, from, to time.Time, atLeast 
 			}
 			minute = append(minute, found...)
 		}
-		sort.SliceStable(minute, func(i, j int) bool { return minute[i].Duration > minute[j].Duration })
+		slices.SortStableFunc(minute, func(a, b queue.AttemptStat) int { return cmp.Compare(b.Duration, a.Duration) })
 		out = append(out, minute[:min(len(minute), limit)]...)
 	}
 	return out, nil
