@@ -22,9 +22,11 @@ type Import interface {
 	// Stage stores a chunk of resolved jobs, hidden. An id already taken,
 	// by a stored job, one staged earlier or one earlier in the chunk,
 	// fails with ErrDuplicate naming it: this call, or, where a chunk is
-	// stored while the caller reads the next (PostgreSQL), the next Stage
-	// or the Commit, whose error then wraps ErrEarlierChunk too. The import
-	// should then be aborted.
+	// stored while the caller reads the next (a chunk of plain jobs, on
+	// either store), the next Stage or the Commit, whose error then wraps
+	// ErrEarlierChunk too. The import should then be aborted. Staging no
+	// jobs writes nothing: it waits for the chunk before it and reports
+	// that chunk's failure.
 	Stage(ctx context.Context, jobs []*Job) error
 	// Commit makes every staged job pending, durably, and ends the import.
 	Commit(ctx context.Context) error

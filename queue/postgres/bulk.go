@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -42,22 +41,11 @@ type bulkImport struct {
 	s    *Store
 	tx   pgx.Tx
 	done bool
-	// copying delivers the outcome of the last chunk's COPY; nil when
-	// none is running.
-	copying chan error
+	// chunks runs each chunk's COPY while the caller reads the next.
+	chunks storekit.Chunks
 	// waiting: some job went in waiting; their ids are in import_waiting,
 	// a temporary table dropped at commit.
 	waiting bool
-}
-
-// wait waits for the last chunk's COPY and returns its error.
-func (b *bulkImport) wait() error {
-	if b.copying == nil {
-		return nil
-	}
-	err := <-b.copying
-	b.copying = nil
-	return err
 }
 
 var _ queue.Import = (*bulkImport)(nil)
@@ -79,25 +67,9 @@ func (b *bulkImport) Stage(ctx context.Context, jobs []*queue.Job) error {
 	if b.done {
 		return errors.New("stage jobs: the import has ended")
 	}
-	plain := true
-	for _, j := range jobs {
-		j.ExistingID = ""
-		plain = plain && storekit.Plain(j)
-	}
-	if err := b.wait(); err != nil {
-		return fmt.Errorf("stage jobs: %w: %w", queue.ErrEarlierChunk, err)
-	}
-	if !plain {
-		if err := b.stageShaped(ctx, jobs); err != nil {
-			return fmt.Errorf("stage jobs: %w", err)
-		}
-		return nil
-	}
-	jobs = slices.Clone(jobs) // the caller reuses its slice for the next chunk
-	done := make(chan error, 1)
-	b.copying = done
-	go func() { done <- copyJobs(ctx, b.tx, jobs) }()
-	return nil
+	return b.chunks.Stage(ctx, jobs, func(ctx context.Context, jobs []*queue.Job) error {
+		return copyJobs(ctx, b.tx, jobs)
+	}, b.stageShaped)
 }
 
 // copyColumns are the columns copyJobs writes, in insertArgs' order.
@@ -215,7 +187,7 @@ func (b *bulkImport) Commit(ctx context.Context) error {
 		return errors.New("commit import: the import has ended")
 	}
 	b.done = true
-	if err := b.wait(); err != nil {
+	if err := b.chunks.Wait(); err != nil {
 		b.tx.Rollback(context.WithoutCancel(ctx))
 		return fmt.Errorf("commit import: %w: %w", queue.ErrEarlierChunk, err)
 	}
@@ -240,7 +212,7 @@ func (b *bulkImport) Abort(ctx context.Context) error {
 		return nil
 	}
 	b.done = true
-	b.wait() // whatever it did is rolled back
+	b.chunks.Wait() // whatever it did is rolled back
 	if err := b.tx.Rollback(ctx); err != nil {
 		return fmt.Errorf("abort import: %w", err)
 	}

@@ -33,6 +33,13 @@ import (
 //     are settled against their dependencies as they are now
 //     (storekit.SettleImported): one may have finished meanwhile.
 //
+// A chunk of plain jobs is written while the caller reads and checks the
+// next (decoding a file's JSON and SQLite's inserts overlap, on two
+// cores); the next Stage, Commit or Abort waits for it first, so a
+// failure of that chunk is reported there (queue.ErrEarlierChunk). A
+// chunk holding a job with a unique key or dependencies is written before
+// Stage returns: the caller reads each job's ExistingID after it.
+//
 // A process that dies leaves its import recorded and its lock file
 // unlocked (the kernel drops the flock). The next Open or Begin finds it:
 // uncommitted, its staged jobs are deleted; committed, publishing is
@@ -48,10 +55,11 @@ const insertStagedJob = `INSERT INTO jobs (id, queue, command, state, priority, 
 const stagedRows = `SELECT rowid FROM jobs WHERE import_id = ? AND state = 'staged'`
 
 type bulkImport struct {
-	s    *Store
-	id   string
-	lock *os.File
-	done bool
+	s      *Store
+	id     string
+	lock   *os.File
+	done   bool
+	chunks storekit.Chunks
 }
 
 var _ queue.Import = (*bulkImport)(nil)
@@ -84,13 +92,17 @@ func (b *bulkImport) Stage(ctx context.Context, jobs []*queue.Job) error {
 	if b.done {
 		return errors.New("stage jobs: the import has ended")
 	}
-	err := b.s.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
+	return b.chunks.Stage(ctx, jobs, b.stage, b.stage)
+}
+
+// stage writes one chunk in a transaction of its own.
+func (b *bulkImport) stage(ctx context.Context, jobs []*queue.Job) error {
+	return b.s.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 		st, err := b.s.stmt(ctx, tx, insertStagedJob)
 		if err != nil {
 			return err
 		}
 		for _, j := range jobs {
-			j.ExistingID = ""
 			if storekit.Plain(j) {
 				err = execStaged(ctx, st, j, b.id)
 			} else {
@@ -102,16 +114,16 @@ func (b *bulkImport) Stage(ctx context.Context, jobs []*queue.Job) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("stage jobs: %w", err)
-	}
-	return nil
 }
 
 // Commit implements queue.Import.
 func (b *bulkImport) Commit(ctx context.Context) error {
 	if b.done {
 		return errors.New("commit import: the import has ended")
+	}
+	if err := b.chunks.Wait(); err != nil {
+		// Not ended: the caller's Abort drops what was staged.
+		return fmt.Errorf("commit import: %w: %w", queue.ErrEarlierChunk, err)
 	}
 	err := b.s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE imports SET committed = 1 WHERE id = ?`, b.id)
@@ -139,6 +151,7 @@ func (b *bulkImport) Abort(ctx context.Context) error {
 	if b.done {
 		return nil
 	}
+	b.chunks.Wait() // its error is why the import is aborted, or moot now
 	b.done = true
 	defer b.s.unlockImport(b.id, b.lock)
 	if err := b.s.dropImport(ctx, b.id); err != nil {

@@ -69,6 +69,11 @@ func importChild(path string) int {
 			return 1
 		}
 	}
+	// A chunk is written while the next is read: staging none waits for it.
+	if err := imp.Stage(ctx, nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	fmt.Println("staged")
 	bufio.NewReader(os.Stdin).ReadString('\n') // until killed
 	return 0

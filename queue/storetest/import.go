@@ -134,18 +134,22 @@ func testImportDuplicate(t *testing.T, open Opener) {
 		{"an id staged before", chunkOf(t, "a", 1), "a0"},
 		{"an id twice in the chunk", []*queue.Job{job(t, "twice", nil), job(t, "fresh", nil), job(t, "twice", nil)}, "twice"},
 	}
-	// Each case ends at Commit, or at one more Stage first, where the store
-	// reports the chunk's failure then (ErrEarlierChunk with it).
-	for _, then := range []string{"commit", "stage"} {
+	// Each case ends at Commit, or at one more Stage first (of jobs, or of
+	// none, which only waits for the chunk), where the store reports the
+	// chunk's failure then (ErrEarlierChunk with it).
+	for _, then := range []string{"commit", "stage", "stage none"} {
 		for _, tc := range tests {
 			imp := begin(t, s)
 			stage(t, imp, chunkOf(t, "a", 10))
 			err := imp.Stage(ctx(t), tc.chunk)
 			later := err == nil
-			if later && then == "stage" {
+			switch {
+			case later && then == "stage":
 				err = imp.Stage(ctx(t), chunkOf(t, "z", 3))
+			case later && then == "stage none":
+				err = imp.Stage(ctx(t), nil)
 			}
-			if err == nil {
+			if err == nil && then != "stage none" { // staging none must report it
 				err = imp.Commit(ctx(t))
 			}
 			if !errors.Is(err, queue.ErrDuplicate) || !containsQuoted(err, tc.id) || later != errors.Is(err, queue.ErrEarlierChunk) {
