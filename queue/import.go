@@ -24,9 +24,11 @@ type Import interface {
 	// fails with ErrDuplicate naming it: this call, or, where a chunk is
 	// stored while the caller reads the next (a chunk of plain jobs, on
 	// either store), the next Stage or the Commit, whose error then wraps
-	// ErrEarlierChunk too. The import should then be aborted. Staging no
-	// jobs writes nothing: it waits for the chunk before it and reports
-	// that chunk's failure.
+	// ErrEarlierChunk too. The import should then be aborted (the failure
+	// is reported again until it is). Staging no jobs writes nothing: it
+	// waits for the chunk before it and reports that chunk's failure. ctx
+	// must stay live until the next Stage, Commit or Abort: a chunk
+	// written in the background uses it.
 	Stage(ctx context.Context, jobs []*Job) error
 	// Commit makes every staged job pending, durably, and ends the import.
 	Commit(ctx context.Context) error

@@ -156,6 +156,9 @@ func testImportDuplicate(t *testing.T, open Opener) {
 				t.Fatalf("%s, then %s: want ErrDuplicate naming %q (ErrEarlierChunk too if not at its own Stage), got %v",
 					tc.name, then, tc.id, err)
 			}
+			if err := imp.Commit(ctx(t)); err == nil {
+				t.Fatalf("%s, then %s: a Commit after the failure committed the import without its chunk", tc.name, then)
+			}
 			if err := imp.Abort(ctx(t)); err != nil {
 				t.Fatalf("%s: abort: %v", tc.name, err)
 			}

@@ -16,23 +16,31 @@ type Chunks struct {
 	// writing delivers the outcome of the chunk in flight; nil when none
 	// is.
 	writing chan error
+	// failed is the first chunk's failure: kept, so that an import that
+	// goes on after it (a Commit that should have been an Abort) fails
+	// again rather than committing without that chunk.
+	failed error
 }
 
-// Wait waits for the chunk in flight and returns its error.
+// Wait waits for the chunk in flight and returns the first failure of
+// any chunk.
 func (c *Chunks) Wait() error {
-	if c.writing == nil {
-		return nil
+	if c.writing != nil {
+		if err := <-c.writing; c.failed == nil {
+			c.failed = err
+		}
+		c.writing = nil
 	}
-	err := <-c.writing
-	c.writing = nil
-	return err
+	return c.failed
 }
 
 // Stage implements the rule of queue.Import.Stage: it waits for the chunk
 // before (its error wraps queue.ErrEarlierChunk), then writes jobs with
 // plain in the background when every job is plain, or with shaped before
 // it returns when one has a unique key or dependencies (the caller reads
-// each job's ExistingID after Stage). No jobs: it only waits.
+// each job's ExistingID after Stage). No jobs: it only waits. A chunk
+// written in the background uses ctx, which must stay live until the next
+// Stage, Commit or Abort.
 func (c *Chunks) Stage(ctx context.Context, jobs []*queue.Job, plain, shaped func(context.Context, []*queue.Job) error) error {
 	all := true
 	for _, j := range jobs {
@@ -47,6 +55,7 @@ func (c *Chunks) Stage(ctx context.Context, jobs []*queue.Job, plain, shaped fun
 	}
 	if !all {
 		if err := shaped(ctx, jobs); err != nil {
+			c.failed = err
 			return fmt.Errorf("stage jobs: %w", err)
 		}
 		return nil
