@@ -1,7 +1,9 @@
 // Package storekit holds the Go logic the stores share. Each procedure runs
 // inside one of a store's transactions and reaches the database through a
 // small interface the store implements with its own SQL, so that the two
-// stores differ only where their dialects do. The decisions themselves come
+// stores differ only where their dialects do; Chunks, which orders an
+// import's chunk writes around the store's own, is the one part that
+// runs outside them. The decisions themselves come
 // from the lifecycle in package queue.
 package storekit
 
