@@ -133,6 +133,10 @@ func testImportDuplicate(t *testing.T, open Opener) {
 		{"a stored job's id", []*queue.Job{job(t, "fresh", nil), job(t, "taken", nil)}, "taken"},
 		{"an id staged before", chunkOf(t, "a", 1), "a0"},
 		{"an id twice in the chunk", []*queue.Job{job(t, "twice", nil), job(t, "fresh", nil), job(t, "twice", nil)}, "twice"},
+		// A unique key makes the chunk go job by job before Stage returns:
+		// its failure is reported there, and still at the Commit after.
+		{"a stored job's id in a chunk written job by job", []*queue.Job{
+			job(t, "keyed", func(n *queue.NewJob) { n.UniqueKey = "k" }), job(t, "taken", nil)}, "taken"},
 	}
 	// Each case ends at Commit, or at one more Stage first (of jobs, or of
 	// none, which only waits for the chunk), where the store reports the
