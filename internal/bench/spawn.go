@@ -78,6 +78,10 @@ type shellRun struct {
 	// and the last completion: the worker processes' own CPU (user,
 	// system), their jobs' processes' CPU, and the write lock held.
 	user, sys, childUser, childSys, lock float64
+	// lockCPU is the CPU time per job of the threads holding the write
+	// lock while they held it (ms; writeLock.cpu); txs the write
+	// transactions per job.
+	lockCPU, txs float64
 }
 
 func (r shellRun) own() float64 { return r.user + r.sys }
@@ -133,13 +137,11 @@ func (b *runner) shellJobs(ctx context.Context, dsn string, procs, slots int) (s
 	r.childSys = perJob(cpu1.childSys - cpu0.childSys)
 	b.stopWorkers(dsn)
 	stopped = true
-	held, err := b.writeLockHeld(ctx, pids)
+	wl, err := b.writeLockHeld(ctx, pids)
 	if err != nil {
 		return shellRun{}, err
 	}
-	if held >= 0 {
-		r.lock = held / float64(n)
-	}
+	r.lock, r.lockCPU, r.txs = wl.held/float64(n), wl.cpu()/float64(n), float64(wl.txs)/float64(n)
 	return r, nil
 }
 
@@ -166,58 +168,83 @@ func procCPU(pids []int) (cpuTimes, error) {
 	return t, nil
 }
 
-// writeLockHeld sums write_lock_ms of the workers' "process stats" lines,
-// logged as they exit; -1 if the store logs none (PostgreSQL).
-func (b *runner) writeLockHeld(ctx context.Context, pids []int) (float64, error) {
-	total := 0.0
+// writeLock is what worker processes logged of the write lock as they
+// exited (their "process stats" lines), summed: the time it was held
+// (ms), the transactions, and the CPU time their threads spent holding
+// it over the transactions it was timed for (sqlite.WriteStats.HeldCPU).
+type writeLock struct {
+	held, heldCPU float64
+	txs, timed    int64
+}
+
+// cpu is the CPU time the lock was held over all transactions, counting
+// the few whose goroutine moved between threads (untimed) at the timed
+// ones' mean.
+func (w writeLock) cpu() float64 {
+	if w.timed == 0 {
+		return 0
+	}
+	return w.heldCPU / float64(w.timed) * float64(w.txs)
+}
+
+// writeLockHeld sums the workers' "process stats" lines, logged as they
+// exit; all zero if the store logs none (PostgreSQL).
+func (b *runner) writeLockHeld(ctx context.Context, pids []int) (writeLock, error) {
+	var total writeLock
 	for _, pid := range pids {
 		path := filepath.Join(b.tmp, "home", "logs", fmt.Sprintf("worker-%d.log", pid))
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			held, found, ok := lastProcessStats(path)
-			if found && !ok {
-				return -1, nil
+			st, found := lastProcessStats(path)
+			if found && st.Held == nil {
+				return writeLock{}, nil
 			}
 			if found {
-				total += held
+				total.held += *st.Held
+				total.heldCPU += st.HeldCPU
+				total.txs += st.Transactions
+				total.timed += st.Timed
 				break
 			}
 			if time.Now().After(deadline) {
-				return 0, fmt.Errorf("worker %d logged no process stats in 30s (%s)", pid, path)
+				return writeLock{}, fmt.Errorf("worker %d logged no process stats in 30s (%s)", pid, path)
 			}
 			select {
 			case <-time.After(20 * time.Millisecond):
 			case <-ctx.Done():
-				return 0, ctx.Err()
+				return writeLock{}, ctx.Err()
 			}
 		}
 	}
 	return total, nil
 }
 
-// lastProcessStats finds the last "process stats" line of a worker log:
-// found reports the line, ok that it has write_lock_ms.
-func lastProcessStats(path string) (held float64, found, ok bool) {
+// processStats are the write-lock fields of a "process stats" line;
+// Held is nil where the store logs none.
+type processStats struct {
+	Message      string   `json:"message"`
+	Held         *float64 `json:"write_lock_ms"`
+	HeldCPU      float64  `json:"write_lock_cpu_ms"`
+	Transactions int64    `json:"write_transactions"`
+	Timed        int64    `json:"write_lock_timed"`
+}
+
+// lastProcessStats finds the last "process stats" line of a worker log.
+func lastProcessStats(path string) (st processStats, found bool) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, false, false
+		return st, false
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		var l struct {
-			Message string   `json:"message"`
-			Held    *float64 `json:"write_lock_ms"`
-		}
+		var l processStats
 		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Message == "process stats" {
-			found, ok = true, l.Held != nil
-			if ok {
-				held = *l.Held
-			}
+			st, found = l, true
 		}
 	}
-	return held, found, ok
+	return st, found
 }
 
 // spawnSlots are the parallelisms the spawn scenario measures: 1 and 2,
@@ -303,8 +330,15 @@ func figure(runs []shellRun, f func(shellRun) float64) []float64 {
 // the time the write lock is held; and the rates they project: the write
 // lock allows at most 1 / (lock time per job) jobs a second however many
 // cores there are, and each core runs at most 1 / (CPU per job).
+//
+// The lock time counts the time a holder waited for a core, as it does on
+// this machine's few cores busy with shells; the holder's own CPU while it
+// held the lock is what a transaction holds it on a machine with cores to
+// spare. A host with many cores runs many slots, whose claims and
+// outcomes share transactions, so the same figures are also taken with
+// one worker process of wideSlots slots.
 func (b *runner) cpu(ctx context.Context) ([]Result, error) {
-	var runs []shellRun
+	var runs, wide []shellRun
 	var floor []float64
 	for range b.cfg.Runs {
 		r, err := b.oneShellRun(ctx, b.cfg.Workers, 1)
@@ -315,7 +349,11 @@ func (b *runner) cpu(ctx context.Context) ([]Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		runs, floor = append(runs, r), append(floor, sp.own)
+		wr, err := b.oneShellRun(ctx, 1, wideSlots)
+		if err != nil {
+			return nil, err
+		}
+		runs, floor, wide = append(runs, r), append(floor, sp.own), append(wide, wr)
 	}
 	w := fmt.Sprintf(", %d worker processes", b.cfg.Workers)
 	own := figure(runs, shellRun.own)
@@ -327,17 +365,41 @@ func (b *runner) cpu(ctx context.Context) ([]Result, error) {
 		result("cpu", "the job's processes' CPU per job (sh -c true), user"+w, "ms", figure(runs, func(r shellRun) float64 { return r.childUser }), "", 0, "lower"),
 		result("cpu", "the job's processes' CPU per job (sh -c true), system"+w, "ms", figure(runs, func(r shellRun) float64 { return r.childSys }), "", 0, "lower"),
 	}
-	lock := figure(runs, func(r shellRun) float64 { return r.lock })
-	if median(lock) > 0 {
+	if lock := figure(runs, func(r shellRun) float64 { return r.lock }); median(lock) > 0 {
 		out = append(out,
 			result("cpu", "SQLite write lock held per job"+w, "ms", lock, "", 0, "lower"),
 			result("cpu", "projected ceiling on any number of cores: 1 / write-lock time per job", "jobs/s", inverse(lock), "", 0, "higher"))
+		ww := fmt.Sprintf(", one worker process with %d slots", wideSlots)
+		out = append(out, lockCPUResults(runs, w)...)
+		out = append(out, lockCPUResults(wide, ww)...)
+		out = append(out,
+			result("cpu", "SQLite write lock held per job"+ww, "ms", figure(wide, func(r shellRun) float64 { return r.lock }), "", 0, "lower"),
+			result("cpu", "measured rate of these runs"+ww, "jobs/s", figure(wide, func(r shellRun) float64 { return r.rate }), "", 0, "higher"))
 	}
 	all := figure(runs, func(r shellRun) float64 { return r.own() + r.childUser + r.childSys })
 	perCore := result("cpu", "CPU-bound rate per core: 1 / (own + the job's CPU per job)", "jobs/s", inverse(all), "", 0, "higher")
 	perCore.Note = fmt.Sprintf("queuectl alone (1 / own CPU per job): %.0f jobs/s per core; this machine has %d", median(inverse(own)), runtime.NumCPU())
 	rate := result("cpu", "measured rate of these runs"+w, "jobs/s", figure(runs, func(r shellRun) float64 { return r.rate }), "", 0, "higher")
 	return append(out, perCore, rate), nil
+}
+
+// wideSlots are the slots of the cpu scenario's one worker process
+// standing for a host with many cores.
+const wideSlots = 64
+
+// lockCPUResults are the write lock's figures from the holders' CPU for
+// runs (how is what names them): per job, transactions per job, and the
+// ceiling they project on a machine with cores to spare.
+func lockCPUResults(runs []shellRun, how string) []Result {
+	cpu := figure(runs, func(r shellRun) float64 { return r.lockCPU })
+	if median(cpu) <= 0 {
+		return nil // not measured on this system
+	}
+	return []Result{
+		result("cpu", "write transactions per job"+how, "transactions", figure(runs, func(r shellRun) float64 { return r.txs }), "", 0, "lower"),
+		result("cpu", "SQLite write lock held per job, the holder's CPU"+how, "ms", cpu, "", 0, "lower"),
+		result("cpu", "projected ceiling with cores to spare: 1 / the holder's CPU per job"+how, "jobs/s", inverse(cpu), "", 0, "higher"),
+	}
 }
 
 // inverse turns ms per job into jobs per second.

@@ -35,8 +35,9 @@
 //     media, or a disk too full for the -shm file) opens read-only; writes
 //     then fail at once naming the database (readonly.go). A write that
 //     runs out of space fails as "disk full" and is rolled back.
-//   - Each store counts its write transactions and the time it waited for
-//     and held the write lock (WriteStats).
+//   - Each store counts its write transactions, the time it waited for
+//     and held the write lock, and the holding thread's CPU time
+//     meanwhile (WriteStats).
 //   - Monitoring counters (jobs by queue and state, start delays, run
 //     times) are kept by the write transactions: each notes what it
 //     changed and adds it with one upsert before it commits (counts.go).
@@ -264,8 +265,11 @@ func (s *Store) tryWrite(ctx context.Context, asked time.Time, fn func(ctx conte
 	if err != nil {
 		return err
 	}
-	begun := time.Now()
-	defer func() { s.writeStats.add(asked, begun, time.Now()) }()
+	begun, mark := time.Now(), threadCPU()
+	defer func() {
+		cpu, timed := mark.since() // inside [begun, now]: at most the time held
+		s.writeStats.add(asked, begun, time.Now(), cpu, timed)
+	}()
 	s.tally.reset()
 	if err := fn(ctx, tx); err != nil {
 		tx.Rollback()
