@@ -447,18 +447,38 @@ func (b *runner) scaling(ctx context.Context) ([]Result, error) {
 	var out []Result
 	for m, md := range modes {
 		rate1 := medianOf(runs[m][0], func(r shellRun) float64 { return r.rate })
+		proj1 := medianOf(runs[m][0], func(r shellRun) float64 { return r.onCores(1) })
 		own1 := medianOf(runs[m][0], shellRun.own)
 		for i, n := range scalingCounts {
 			rs := runs[m][i]
 			at := fmt.Sprintf(", %d %s", n, md.name)
 			own := result("scaling", "queuectl's own CPU per job (user + system)"+at, "ms", figure(rs, shellRun.own), "the same at N = 1", own1, "lower")
-			own.Note = fmt.Sprintf("user %.3f, system %.3f ms; the job's processes %.3f ms; write lock held %.3f ms",
+			own.Note = fmt.Sprintf("user %.3f, system %.3f ms; the job's processes %.3f ms; write lock held %.3f ms, its holder's CPU %.3f ms",
 				medianOf(rs, func(r shellRun) float64 { return r.user }), medianOf(rs, func(r shellRun) float64 { return r.sys }),
-				medianOf(rs, func(r shellRun) float64 { return r.childUser + r.childSys }), medianOf(rs, func(r shellRun) float64 { return r.lock }))
+				medianOf(rs, func(r shellRun) float64 { return r.childUser + r.childSys }), medianOf(rs, func(r shellRun) float64 { return r.lock }),
+				medianOf(rs, func(r shellRun) float64 { return r.lockCPU }))
 			out = append(out,
 				result("scaling", "shell jobs (true)"+at, "jobs/s", figure(rs, func(r shellRun) float64 { return r.rate }), "the same at N = 1", rate1, "higher"),
 				own)
+			if proj := figure(rs, func(r shellRun) float64 { return r.onCores(n) }); median(proj) > 0 {
+				out = append(out, result("scaling", fmt.Sprintf("projected rate on %d cores", n)+at, "jobs/s", proj, "the same at N = 1", proj1, "higher"))
+			}
 		}
 	}
 	return out, nil
+}
+
+// onCores projects this run's rate on a machine of n cores, one for each
+// worker process or slot: the least of n cores over the CPU a job costs
+// (queuectl's and the job's own) and the write lock's ceiling, one over
+// its holder's CPU per job (0 where the store does not time it). The
+// costs are this run's, taken with every process on this machine's
+// cores: on n cores there is no less to do per job, and no more waiting
+// for a core.
+func (r shellRun) onCores(n int) float64 {
+	cpu := r.own() + r.childUser + r.childSys
+	if r.lockCPU <= 0 || cpu <= 0 {
+		return 0
+	}
+	return min(float64(n)*1000/cpu, 1000/r.lockCPU)
 }

@@ -39,3 +39,21 @@ not json
 		t.Fatalf("a store without write stats: found %v, held %v", found, st.Held)
 	}
 }
+
+// A projection on n cores is the least of what n cores and the write
+// lock allow; without the holder's CPU there is none.
+func TestOnCores(t *testing.T) {
+	r := shellRun{user: 0.3, sys: 0.2, childUser: 0.4, childSys: 0.1, lockCPU: 0.25} // 1 ms of CPU a job
+	for _, tc := range []struct {
+		n    int
+		want float64
+	}{{1, 1000}, {2, 2000}, {4, 4000}, {8, 4000}} {
+		if got := r.onCores(tc.n); got != tc.want {
+			t.Errorf("on %d cores: %v jobs/s, want %v", tc.n, got, tc.want)
+		}
+	}
+	r.lockCPU = 0
+	if got := r.onCores(8); got != 0 {
+		t.Errorf("lock not timed: %v jobs/s, want 0", got)
+	}
+}
