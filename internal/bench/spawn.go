@@ -229,7 +229,10 @@ type processStats struct {
 	Timed        int64    `json:"write_lock_timed"`
 }
 
-// lastProcessStats finds the last "process stats" line of a worker log.
+// lastProcessStats finds the "process stats" line of the last worker that
+// wrote to a worker log. PIDs are reused (pid_max is often 32,768, and
+// every shell job takes one), so a log may hold an earlier worker's
+// lines: the line must follow the last "worker starting".
 func lastProcessStats(path string) (st processStats, found bool) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -240,7 +243,13 @@ func lastProcessStats(path string) (st processStats, found bool) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		var l processStats
-		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Message == "process stats" {
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue
+		}
+		switch l.Message {
+		case "worker starting":
+			st, found = processStats{}, false
+		case "process stats":
 			st, found = l, true
 		}
 	}

@@ -38,6 +38,17 @@ not json
 	if st, found := lastProcessStats(pg); !found || st.Held != nil {
 		t.Fatalf("a store without write stats: found %v, held %v", found, st.Held)
 	}
+
+	// A new worker with an earlier one's PID appends to its log: until it
+	// logs its own stats, the earlier worker's are not its.
+	reused := filepath.Join(t.TempDir(), "worker-3.log")
+	old := `{"message":"worker starting"}` + "\n" + `{"message":"process stats","write_lock_ms":7}` + "\n"
+	if err := os.WriteFile(reused, []byte(old+`{"message":"worker starting"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if st, found := lastProcessStats(reused); found {
+		t.Fatalf("an earlier worker's stats read as the new one's: %+v", st)
+	}
 }
 
 // A projection on n cores is the least of what n cores and the write
