@@ -342,10 +342,11 @@ func figure(runs []shellRun, f func(shellRun) float64) []float64 {
 //
 // The lock time counts the time a holder waited for a core, as it does on
 // this machine's few cores busy with shells; the holder's own CPU while it
-// held the lock is what a transaction holds it on a machine with cores to
-// spare. A host with many cores runs many slots, whose claims and
-// outcomes share transactions, so the same figures are also taken with
-// one worker process of wideSlots slots.
+// held the lock is the least a transaction holds it on cores like these,
+// so 1 / (that per job) bounds the ceiling from above. A host with many
+// cores runs many slots, whose claims and outcomes are batched many to a
+// transaction, so the same figures are also taken with one worker process
+// of wideSlots slots.
 func (b *runner) cpu(ctx context.Context) ([]Result, error) {
 	var runs, wide []shellRun
 	var floor []float64
@@ -398,7 +399,7 @@ const wideSlots = 64
 
 // lockCPUResults are the write lock's figures from the holders' CPU for
 // runs (how is what names them): per job, transactions per job, and the
-// ceiling they project on a machine with cores to spare.
+// upper bound they set on the ceiling.
 func lockCPUResults(runs []shellRun, how string) []Result {
 	cpu := figure(runs, func(r shellRun) float64 { return r.lockCPU })
 	if median(cpu) <= 0 {
@@ -407,7 +408,7 @@ func lockCPUResults(runs []shellRun, how string) []Result {
 	return []Result{
 		result("cpu", "write transactions per job"+how, "transactions", figure(runs, func(r shellRun) float64 { return r.txs }), "", 0, "lower"),
 		result("cpu", "SQLite write lock held per job, the holder's CPU"+how, "ms", cpu, "", 0, "lower"),
-		result("cpu", "projected ceiling with cores to spare: 1 / the holder's CPU per job"+how, "jobs/s", inverse(cpu), "", 0, "higher"),
+		result("cpu", "upper bound of the ceiling: 1 / the holder's CPU per job"+how, "jobs/s", inverse(cpu), "", 0, "higher"),
 	}
 }
 

@@ -49,6 +49,15 @@ not json
 	if st, found := lastProcessStats(reused); found {
 		t.Fatalf("an earlier worker's stats read as the new one's: %+v", st)
 	}
+	f, err := os.OpenFile(reused, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"message":"process stats","write_lock_ms":2}` + "\n")
+	f.Close()
+	if st, found := lastProcessStats(reused); !found || st.Held == nil || *st.Held != 2 {
+		t.Fatalf("the new worker's own stats: found %v, %+v", found, st)
+	}
 }
 
 // A projection on n cores is the least of what n cores and the write

@@ -11,7 +11,9 @@ import (
 // The CPU time a thread spends between two readings is never more than
 // the time that passed, even with goroutines moving between threads all
 // the while: a reading whose clock and id came from two threads would
-// make a difference of two threads' clocks.
+// make a difference of two threads' clocks (11 of 837,199 readings did
+// in one second, when a reading was two system calls on whatever thread
+// the goroutine was on).
 func TestThreadCPUWithinWallTime(t *testing.T) {
 	var over, timed atomic.Int64
 	var wg sync.WaitGroup
@@ -31,7 +33,7 @@ func TestThreadCPUWithinWallTime(t *testing.T) {
 				wall := time.Since(begun)
 				if ok {
 					timed.Add(1)
-					if d > wall {
+					if d > wall+time.Microsecond { // two clocks: allow for their rounding
 						over.Add(1)
 					}
 				}

@@ -20,12 +20,15 @@ type WriteStats struct {
 	// however many cores run them.
 	Held time.Duration
 	// HeldCPU is the CPU time the holding thread spent over Held, summed
-	// over the Timed transactions: those whose goroutine stayed on one OS
-	// thread from BEGIN to COMMIT (on Linux; elsewhere none). Held also
-	// counts the time a holder waited for a core, which on a machine
-	// with cores to spare it does not: HeldCPU per transaction is what a
-	// transaction holds the lock there (the device flush of a durable
-	// write happens after the lock is released).
+	// over the Timed transactions (on Linux every one; elsewhere none: no
+	// clock is read). A transaction keeps its thread from BEGIN to COMMIT
+	// and nothing else runs there meanwhile. Held also counts the time a
+	// holder was off its CPU: waiting for a core, as it does on a machine
+	// whose cores are busy, or for the disk or the Go scheduler. So
+	// HeldCPU per transaction is the least a transaction holds the lock
+	// on cores like these, and 1 / (HeldCPU per job) the most jobs a
+	// second the lock allows (the device flush of a durable write happens after
+	// the lock is released).
 	HeldCPU time.Duration
 	Timed   int64
 }
