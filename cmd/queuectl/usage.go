@@ -29,8 +29,7 @@ func writeFields(e *zerolog.Event, s sqlite.WriteStats) *zerolog.Event {
 	return e.Int64("write_transactions", s.Transactions).
 		Float64("write_wait_ms", millis(s.Waited)).
 		Float64("write_lock_ms", millis(s.Held)).
-		Float64("write_lock_cpu_ms", millis(s.HeldCPU)).
-		Int64("write_lock_timed", s.Timed)
+		Float64("write_lock_cpu_ms", millis(s.HeldCPU))
 }
 
 // logProcessStats logs the CPU time of a worker or service (its own, and

@@ -79,8 +79,7 @@ type shellRun struct {
 	// system), their jobs' processes' CPU, and the write lock held.
 	user, sys, childUser, childSys, lock float64
 	// lockCPU is the CPU time per job of the threads holding the write
-	// lock while they held it (ms; writeLock.cpu); txs the write
-	// transactions per job.
+	// lock while they held it (ms); txs the write transactions per job.
 	lockCPU, txs float64
 }
 
@@ -141,7 +140,7 @@ func (b *runner) shellJobs(ctx context.Context, dsn string, procs, slots int) (s
 	if err != nil {
 		return shellRun{}, err
 	}
-	r.lock, r.lockCPU, r.txs = wl.held/float64(n), wl.cpu()/float64(n), float64(wl.txs)/float64(n)
+	r.lock, r.lockCPU, r.txs = wl.held/float64(n), wl.heldCPU/float64(n), float64(wl.txs)/float64(n)
 	return r, nil
 }
 
@@ -169,22 +168,12 @@ func procCPU(pids []int) (cpuTimes, error) {
 }
 
 // writeLock is what worker processes logged of the write lock as they
-// exited (their "process stats" lines), summed: the time it was held
-// (ms), the transactions, and the CPU time their threads spent holding
-// it over the transactions it was timed for (sqlite.WriteStats.HeldCPU).
+// exited (their "process stats" lines), summed: the time it was held and
+// the CPU time their threads ran holding it (ms; sqlite.WriteStats), and
+// the transactions.
 type writeLock struct {
 	held, heldCPU float64
-	txs, timed    int64
-}
-
-// cpu is the CPU time the lock was held over all transactions, counting
-// the few whose goroutine moved between threads (untimed) at the timed
-// ones' mean.
-func (w writeLock) cpu() float64 {
-	if w.timed == 0 {
-		return 0
-	}
-	return w.heldCPU / float64(w.timed) * float64(w.txs)
+	txs           int64
 }
 
 // writeLockHeld sums the workers' "process stats" lines, logged as they
@@ -203,7 +192,6 @@ func (b *runner) writeLockHeld(ctx context.Context, pids []int) (writeLock, erro
 				total.held += *st.Held
 				total.heldCPU += st.HeldCPU
 				total.txs += st.Transactions
-				total.timed += st.Timed
 				break
 			}
 			if time.Now().After(deadline) {
@@ -226,7 +214,6 @@ type processStats struct {
 	Held         *float64 `json:"write_lock_ms"`
 	HeldCPU      float64  `json:"write_lock_cpu_ms"`
 	Transactions int64    `json:"write_transactions"`
-	Timed        int64    `json:"write_lock_timed"`
 }
 
 // lastProcessStats finds the "process stats" line of the last worker that
@@ -483,8 +470,8 @@ func (b *runner) scaling(ctx context.Context) ([]Result, error) {
 // (queuectl's and the job's own) and the write lock's ceiling, one over
 // its holder's CPU per job (0 where the store does not time it). The
 // costs are this run's, taken with every process on this machine's
-// cores: on n cores there is no less to do per job, and no more waiting
-// for a core.
+// cores; which way they would move on n cores is not known
+// (docs/benchmarks.md, "scaling").
 func (r shellRun) onCores(n int) float64 {
 	cpu := r.own() + r.childUser + r.childSys
 	if r.lockCPU <= 0 || cpu <= 0 {

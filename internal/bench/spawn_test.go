@@ -6,29 +6,20 @@ import (
 	"testing"
 )
 
-// The write lock's figures come from a worker's last "process stats" line;
-// transactions whose goroutine changed threads (untimed) count at the
-// timed ones' mean CPU.
+// The write lock's figures come from a worker's last "process stats" line.
 func TestLastProcessStats(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "worker-1.log")
-	log := `{"level":"info","message":"process stats","write_lock_ms":1,"write_lock_cpu_ms":1,"write_transactions":1,"write_lock_timed":1}
+	log := `{"level":"info","message":"process stats","write_lock_ms":1,"write_lock_cpu_ms":1,"write_transactions":1}
 not json
 {"level":"info","message":"job completed","write_lock_ms":99}
-{"level":"info","message":"process stats","write_lock_ms":30,"write_lock_cpu_ms":12,"write_transactions":8,"write_lock_timed":6}
+{"level":"info","message":"process stats","write_lock_ms":30,"write_lock_cpu_ms":12,"write_transactions":8}
 `
 	if err := os.WriteFile(path, []byte(log), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	st, found := lastProcessStats(path)
-	if !found || st.Held == nil || *st.Held != 30 || st.HeldCPU != 12 || st.Transactions != 8 || st.Timed != 6 {
+	if !found || st.Held == nil || *st.Held != 30 || st.HeldCPU != 12 || st.Transactions != 8 {
 		t.Fatalf("last process stats: found %v, %+v", found, st)
-	}
-	w := writeLock{held: *st.Held, heldCPU: st.HeldCPU, txs: st.Transactions, timed: st.Timed}
-	if got := w.cpu(); got != 16 {
-		t.Fatalf("CPU over 8 transactions, 6 timed at 12 ms: %v ms, want 16", got)
-	}
-	if got := (writeLock{held: 5, txs: 3}).cpu(); got != 0 {
-		t.Fatalf("no transaction timed: %v ms, want 0 (not measured)", got)
 	}
 
 	pg := filepath.Join(t.TempDir(), "worker-2.log")

@@ -271,11 +271,15 @@ func (s *Store) tryWrite(ctx context.Context, asked time.Time, fn func(ctx conte
 	// counts this transaction's work alone (WriteStats.HeldCPU). Nothing
 	// in a transaction waits on Go's side, so the thread is not held idle.
 	runtime.LockOSThread()
-	begun, mark := time.Now(), threadCPU()
+	begun := time.Now()
+	cpu0, timed := threadCPU()
 	defer func() {
-		cpu, timed := mark.since() // inside [begun, now]: at most the time held
+		var cpu time.Duration // inside [begun, now]: at most the time held
+		if cpu1, ok := threadCPU(); ok && timed {
+			cpu = cpu1 - cpu0
+		}
 		runtime.UnlockOSThread()
-		s.writeStats.add(asked, begun, time.Now(), cpu, timed)
+		s.writeStats.add(asked, begun, time.Now(), cpu)
 	}()
 	s.tally.reset()
 	if err := fn(ctx, tx); err != nil {

@@ -230,17 +230,9 @@ func TestWriteStatsCountTransactions(t *testing.T) {
 	if after.Held <= before.Held || after.Waited < before.Waited {
 		t.Fatalf("held %v -> %v, waited %v -> %v: the lock was held and never waited for less", before.Held, after.Held, before.Waited, after.Waited)
 	}
-	// The holder's CPU is timed within the time held; on Linux every
-	// write is timed.
-	if cpu, held := after.HeldCPU-before.HeldCPU, after.Held-before.Held; cpu > held || cpu < 0 {
+	// The holder's CPU is counted within the time held, on Linux.
+	if cpu, held := after.HeldCPU-before.HeldCPU, after.Held-before.Held; cpu > held || cpu < 0 || (runtime.GOOS == "linux" && cpu == 0) {
 		t.Fatalf("the holder's CPU %v while the lock was held %v", cpu, held)
-	}
-	want := int64(0)
-	if runtime.GOOS == "linux" {
-		want = 3
-	}
-	if timed := after.Timed - before.Timed; timed != want || (want > 0 && after.HeldCPU <= before.HeldCPU) {
-		t.Fatalf("3 writes, %d timed (want %d), the holder's CPU %v -> %v", timed, want, before.HeldCPU, after.HeldCPU)
 	}
 	cancelled, stop := context.WithCancel(context.Background())
 	stop()

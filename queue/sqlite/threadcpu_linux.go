@@ -1,22 +1,18 @@
 package sqlite
 
 import (
-	"runtime"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// threadCPU reads the calling OS thread's CPU time (user and system) and
-// its id. A goroutine can move between threads between two readings;
-// the ids tell (threadMark.since). Within one reading it must not: the
-// clock of one thread with the id of another would make a difference of
-// two threads' clocks, so the goroutine is held on its thread for it.
-func threadCPU() threadMark {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+// threadCPU reads the calling OS thread's CPU clock (user and system
+// time). The difference of two readings is one thread's CPU only if the
+// goroutine kept its thread in between (runtime.LockOSThread).
+func threadCPU() (time.Duration, bool) {
 	var ts unix.Timespec
 	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
-		return threadMark{}
+		return 0, false
 	}
-	return threadMark{tid: unix.Gettid(), ns: ts.Nano()}
+	return time.Duration(ts.Nano()), true
 }

@@ -1,54 +1,74 @@
 package sqlite
 
 import (
+	"context"
+	"database/sql"
+	"path/filepath"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// The CPU time a thread spends between two readings is never more than
-// the time that passed, even with goroutines moving between threads all
-// the while: a reading whose clock and id came from two threads would
-// make a difference of two threads' clocks (11 of 837,199 readings did
-// in one second, when a reading was two system calls on whatever thread
-// the goroutine was on).
-func TestThreadCPUWithinWallTime(t *testing.T) {
-	var over, timed atomic.Int64
-	var wg sync.WaitGroup
-	deadline := time.Now().Add(time.Second)
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			x := 0
-			for time.Now().Before(deadline) {
-				begun := time.Now()
-				m := threadCPU()
-				for i := range 2000 {
-					x += i
-				}
-				d, ok := m.since()
-				wall := time.Since(begun)
-				if ok {
-					timed.Add(1)
-					if d > wall+time.Microsecond { // two clocks: allow for their rounding
-						over.Add(1)
-					}
-				}
-			}
-			_ = x
-		}()
-	}
-	wg.Wait()
-	if timed.Load() == 0 {
-		if runtime.GOOS == "linux" {
-			t.Fatal("no reading was timed")
-		}
+// A write transaction's CPU is its own thread's alone, so it is never
+// more than the time the lock was held, even while other goroutines keep
+// every processor busy and the runtime moves goroutines between threads
+// (a transaction that changed threads would count the difference of two
+// threads' clocks). Each write is checked on its own.
+func TestWriteCPUWithinTimeHeld(t *testing.T) {
+	if runtime.GOOS != "linux" {
 		t.Skip("no thread CPU clock on " + runtime.GOOS)
 	}
-	if n := over.Load(); n > 0 {
-		t.Fatalf("%d of %d readings gave more CPU than time passed", n, timed.Load())
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "queue.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	stop := make(chan struct{})
+	var spin sync.WaitGroup
+	for range 4 * runtime.GOMAXPROCS(0) {
+		spin.Add(1)
+		go func() {
+			defer spin.Done()
+			for x := 0; ; x++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); spin.Wait() }()
+
+	insert := func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO spin (n) VALUES (1)`)
+		return err
+	}
+	if err := s.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE spin (n INTEGER)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	timed := 0
+	for deadline, i := time.Now().Add(time.Second), 0; time.Now().Before(deadline); i++ {
+		before := s.WriteStats()
+		if err := s.write(ctx, false, insert); err != nil {
+			t.Fatal(err)
+		}
+		after := s.WriteStats()
+		cpu, held := after.HeldCPU-before.HeldCPU, after.Held-before.Held
+		if cpu < 0 || cpu > held+time.Microsecond { // two clocks: allow for their rounding
+			t.Fatalf("write %d: its thread's CPU %v while the lock was held %v", i, cpu, held)
+		}
+		if cpu > 0 {
+			timed++
+		}
+	}
+	if timed == 0 {
+		t.Fatal("no write counted any CPU")
 	}
 }

@@ -19,18 +19,16 @@ type WriteStats struct {
 	// job bounds the job rate: at most 1 / (Held per job) jobs a second
 	// however many cores run them.
 	Held time.Duration
-	// HeldCPU is the CPU time the holding thread spent over Held, summed
-	// over the Timed transactions (on Linux every one; elsewhere none: no
-	// clock is read). A transaction keeps its thread from BEGIN to COMMIT
-	// and nothing else runs there meanwhile. Held also counts the time a
-	// holder was off its CPU: waiting for a core, as it does on a machine
-	// whose cores are busy, or for the disk or the Go scheduler. So
-	// HeldCPU per transaction is the least a transaction holds the lock
-	// on cores like these, and 1 / (HeldCPU per job) the most jobs a
-	// second the lock allows (the device flush of a durable write happens after
-	// the lock is released).
+	// HeldCPU is the CPU time the holding threads ran over Held (on
+	// Linux; elsewhere zero: no clock is read). A transaction keeps its
+	// thread from BEGIN to COMMIT and nothing else runs there meanwhile.
+	// Held also counts the time a holder was off its CPU: waiting for a
+	// core, as it does on a machine whose cores are busy, or for the disk
+	// or the Go scheduler. So HeldCPU per transaction is the least a
+	// transaction holds the lock on cores like these, and 1 / (HeldCPU
+	// per job) the most jobs a second the lock allows (the device flush of
+	// a durable write happens after the lock is released).
 	HeldCPU time.Duration
-	Timed   int64
 }
 
 // WriteStats reports this store's write transactions so far. It is cheap
@@ -41,42 +39,19 @@ func (s *Store) WriteStats() WriteStats {
 		Waited:       time.Duration(s.writeStats.waited.Load()),
 		Held:         time.Duration(s.writeStats.held.Load()),
 		HeldCPU:      time.Duration(s.writeStats.heldCPU.Load()),
-		Timed:        s.writeStats.timed.Load(),
 	}
 }
 
 type writeCounters struct {
-	n, waited, held, heldCPU, timed atomic.Int64
+	n, waited, held, heldCPU atomic.Int64
 }
 
 // add counts one transaction: asked for at asked, begun (lock acquired) at
-// begun, committed or rolled back at end; if timed, its thread spent cpu
-// of that on a core.
-func (c *writeCounters) add(asked, begun, end time.Time, cpu time.Duration, timed bool) {
+// begun, committed or rolled back at end, its thread on a core for cpu of
+// that.
+func (c *writeCounters) add(asked, begun, end time.Time, cpu time.Duration) {
 	c.n.Add(1)
 	c.waited.Add(int64(begun.Sub(asked)))
 	c.held.Add(int64(end.Sub(begun)))
-	if timed {
-		c.timed.Add(1)
-		c.heldCPU.Add(int64(cpu))
-	}
-}
-
-// threadMark is one reading of an OS thread's CPU clock (threadCPU).
-type threadMark struct {
-	tid int   // 0: no reading
-	ns  int64 // the thread's CPU time
-}
-
-// since is the thread's CPU time from m to now, if the caller is still
-// on m's thread.
-func (m threadMark) since() (time.Duration, bool) {
-	if m.tid == 0 {
-		return 0, false
-	}
-	now := threadCPU()
-	if now.tid != m.tid || now.ns < m.ns {
-		return 0, false
-	}
-	return time.Duration(now.ns - m.ns), true
+	c.heldCPU.Add(int64(cpu))
 }
