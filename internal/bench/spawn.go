@@ -346,11 +346,14 @@ func (b *runner) cpu(ctx context.Context) ([]Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		wr, err := b.oneShellRun(ctx, 1, wideSlots)
-		if err != nil {
-			return nil, err
+		runs, floor = append(runs, r), append(floor, sp.own)
+		if r.lock > 0 { // the wide run reports the write lock alone: none on PostgreSQL
+			wr, err := b.oneShellRun(ctx, 1, wideSlots)
+			if err != nil {
+				return nil, err
+			}
+			wide = append(wide, wr)
 		}
-		runs, floor, wide = append(runs, r), append(floor, sp.own), append(wide, wr)
 	}
 	w := fmt.Sprintf(", %d worker processes", b.cfg.Workers)
 	own := figure(runs, shellRun.own)
