@@ -159,6 +159,16 @@ type DatabaseClock interface {
 	DatabaseNow(ctx context.Context) (time.Time, error)
 }
 
+// FinishClaimer is a store that can record outcomes and claim jobs in one
+// transaction: FinishJobs(fs), then ClaimJobs for each of cs in turn, all
+// or nothing. Where every write takes one lock (SQLite), a worker whose
+// slot frees as its job ends then pays one write transaction per job
+// instead of two; the engine sends its claims through the batch of
+// outcomes when the store is one.
+type FinishClaimer interface {
+	FinishAndClaim(ctx context.Context, fs []Finish, cs []ClaimParams) (applied []bool, claimed [][]*Job, err error)
+}
+
 // Tidier is a store that keeps its own tables in shape when nothing else
 // does (PostgreSQL whose server runs without autovacuum). Engines call
 // Tidy now and then; it returns at once when there is nothing to do, is

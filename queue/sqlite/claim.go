@@ -36,32 +36,39 @@ func (s *Store) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Jo
 		return nil, nil
 	}
 	var jobs []*queue.Job
-	err := s.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
-		jobs = nil
-		ids, js, err := s.freeJobs(ctx, tx, p)
-		if err == nil && len(ids) == 0 {
-			ids, js, err = s.steeredJobs(ctx, tx, p)
-		}
-		if err != nil || len(ids) == 0 {
-			return err
-		}
-		jobs = js
-		take, err := s.stmt(ctx, tx, claimSet+` WHERE rowid IN (`+placeholders(len(ids))+`)`)
-		if err != nil {
-			return err
-		}
-		if _, err := take.ExecContext(ctx, append([]any{p.Worker, toUS(p.Now), toUS(p.LeaseUntil), toUS(p.Now)}, ids...)...); err != nil {
-			return err
-		}
-		for _, j := range jobs {
-			s.tally.move(j.Queue, j.State, queue.StateProcessing)
-			s.tally.start(j.Queue, toUS(p.Now)-toUS(j.RunAt))
-			claimed(j, p)
-		}
-		return nil
+	err := s.write(ctx, false, func(ctx context.Context, tx *sql.Tx) (err error) {
+		jobs, err = s.claimTx(ctx, tx, p)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// claimTx claims up to p.Limit jobs in tx and returns them in claim order.
+func (s *Store) claimTx(ctx context.Context, tx *sql.Tx, p queue.ClaimParams) ([]*queue.Job, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	ids, jobs, err := s.freeJobs(ctx, tx, p)
+	if err == nil && len(ids) == 0 {
+		ids, jobs, err = s.steeredJobs(ctx, tx, p)
+	}
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	take, err := s.stmt(ctx, tx, claimSet+` WHERE rowid IN (`+placeholders(len(ids))+`)`)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := take.ExecContext(ctx, append([]any{p.Worker, toUS(p.Now), toUS(p.LeaseUntil), toUS(p.Now)}, ids...)...); err != nil {
+		return nil, err
+	}
+	for _, j := range jobs {
+		s.tally.move(j.Queue, j.State, queue.StateProcessing)
+		s.tally.start(j.Queue, toUS(p.Now)-toUS(j.RunAt))
+		claimed(j, p)
 	}
 	// A steered claim reads its rows in rowid order.
 	sort.Slice(jobs, func(a, b int) bool {

@@ -42,53 +42,40 @@ const insertAttempt = `INSERT INTO attempts (job_id, number, started_at, finishe
 
 // FinishJobs implements queue.Store.
 func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, error) {
-	applied := make([]bool, len(fs))
-	runnable := false
-	err := s.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
-		upd, err := s.stmt(ctx, tx, finishJob)
-		if err != nil {
-			return err
-		}
-		ins, err := s.stmt(ctx, tx, insertAttempt)
-		if err != nil {
-			return err
-		}
-		for i, f := range fs {
-			applied[i] = false
-			cState, cErr := f.IfCancelRequested()
-			r, final := f.Record, storekit.FinalOnRow(f)
-			res, err := upd.ExecContext(ctx, append([]any{string(f.State), f.Attempts, toUS(f.RunAt), toUS(r.FinishedAt),
-				nullInt(f.ExitCode), nullString(f.Error), toUS(f.Now), f.JobID, f.Worker, f.Attempt, toUSOrZero(f.LeaseExpiredBy),
-				string(cState), nullString(cErr), f.Uncharged}, finalColumns(r, final)...)...)
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				continue
-			}
-			applied[i] = true
-			if !final {
-				_, err = ins.ExecContext(ctx, f.JobID, r.Number, toUSNull(r.StartedAt), toUS(r.FinishedAt), nullInt(r.ExitCode),
-					nullString(r.Signal), string(r.Outcome), nullString(r.Worker), nullString(r.Error), r.Output, r.Dropped)
-				if err != nil {
-					return err
-				}
-			}
-			if f.State.Runnable() {
-				runnable = true
-			}
-		}
-		ended, err := s.afterFinish(ctx, tx, fs, applied)
-		if err != nil {
-			return err
-		}
-		// The jobs waiting on these learn how they ended.
-		released, err := storekit.Settle(ctx, settleTx{tx, &s.tally}, ended, fs[0].Now)
-		runnable = runnable || released
-		return err
-	})
+	applied, _, err := s.finishAndClaim(ctx, fs, nil)
 	if err != nil {
 		return nil, fmt.Errorf("finish jobs: %w", err)
+	}
+	return applied, nil
+}
+
+// FinishAndClaim implements queue.FinishClaimer: the outcomes first, so
+// that jobs they release can be claimed, then each claim.
+func (s *Store) FinishAndClaim(ctx context.Context, fs []queue.Finish, cs []queue.ClaimParams) ([]bool, [][]*queue.Job, error) {
+	applied, claims, err := s.finishAndClaim(ctx, fs, cs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("finish and claim: %w", err)
+	}
+	return applied, claims, nil
+}
+
+func (s *Store) finishAndClaim(ctx context.Context, fs []queue.Finish, cs []queue.ClaimParams) ([]bool, [][]*queue.Job, error) {
+	applied := make([]bool, len(fs))
+	claims := make([][]*queue.Job, len(cs))
+	runnable := false
+	err := s.write(ctx, false, func(ctx context.Context, tx *sql.Tx) (err error) {
+		if runnable, err = s.finishTx(ctx, tx, fs, applied); err != nil {
+			return err
+		}
+		for i, p := range cs {
+			if claims[i], err = s.claimTx(ctx, tx, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	if runnable {
 		s.wake.notify()
@@ -96,7 +83,55 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 	if slices.Contains(applied, true) {
 		s.events.notify()
 	}
-	return applied, nil
+	return applied, claims, nil
+}
+
+// finishTx records the outcomes fs in tx, setting applied, and reports
+// whether any job became runnable.
+func (s *Store) finishTx(ctx context.Context, tx *sql.Tx, fs []queue.Finish, applied []bool) (runnable bool, err error) {
+	if len(fs) == 0 {
+		return false, nil
+	}
+	upd, err := s.stmt(ctx, tx, finishJob)
+	if err != nil {
+		return false, err
+	}
+	ins, err := s.stmt(ctx, tx, insertAttempt)
+	if err != nil {
+		return false, err
+	}
+	for i, f := range fs {
+		applied[i] = false
+		cState, cErr := f.IfCancelRequested()
+		r, final := f.Record, storekit.FinalOnRow(f)
+		res, err := upd.ExecContext(ctx, append([]any{string(f.State), f.Attempts, toUS(f.RunAt), toUS(r.FinishedAt),
+			nullInt(f.ExitCode), nullString(f.Error), toUS(f.Now), f.JobID, f.Worker, f.Attempt, toUSOrZero(f.LeaseExpiredBy),
+			string(cState), nullString(cErr), f.Uncharged}, finalColumns(r, final)...)...)
+		if err != nil {
+			return false, err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			continue
+		}
+		applied[i] = true
+		if !final {
+			_, err = ins.ExecContext(ctx, f.JobID, r.Number, toUSNull(r.StartedAt), toUS(r.FinishedAt), nullInt(r.ExitCode),
+				nullString(r.Signal), string(r.Outcome), nullString(r.Worker), nullString(r.Error), r.Output, r.Dropped)
+			if err != nil {
+				return false, err
+			}
+		}
+		if f.State.Runnable() {
+			runnable = true
+		}
+	}
+	ended, err := s.afterFinish(ctx, tx, fs, applied)
+	if err != nil {
+		return false, err
+	}
+	// The jobs waiting on these learn how they ended.
+	released, err := storekit.Settle(ctx, settleTx{tx, &s.tally}, ended, fs[0].Now)
+	return runnable || released, err
 }
 
 // finalColumns returns finishJob's last five values: the attempt r's

@@ -42,6 +42,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"ClaimQueuesAndRunAt", testClaimQueuesAndRunAt},
 		{"ClaimExclusiveAcrossHandles", testClaimExclusive},
 		{"FinishChecksClaim", testFinishChecksClaim},
+		{"FinishAndClaim", testFinishAndClaim},
 		{"RetrySchedulingAndDeadLetter", testRetryAndDead},
 		{"RetryJobs", testRetryJobs},
 		{"LeaseExpiryRescue", testLeaseRescue},
