@@ -184,6 +184,15 @@ func NewEngine(store Store, runner Runner, cfg EngineConfig) *Engine {
 		launch: func(j *Job, leaseFrom time.Time, free func()) { e.launch(j, leaseFrom, free, nil) },
 		log:    e.log, lanes: cfg.Lanes,
 	}
+	e.lanes.claimJobs = func(ctx context.Context, p ClaimParams, due *dueFlag) ([]*Job, error) {
+		if e.finish.both == nil || e.finish.busy.Load() {
+			// A batch being written would hold the claim back.
+			due.clear()
+			return store.ClaimJobs(ctx, p)
+		}
+		return e.finish.claim(p, due)
+	}
+	e.finish.due = &e.lanes.due
 	for range cfg.Lanes {
 		e.lanes.wakes = append(e.lanes.wakes, e.wakes.add())
 	}

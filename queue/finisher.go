@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -11,8 +12,17 @@ import (
 // that arrive together, or while a batch is being written, share one
 // transaction. A lone outcome is written at once; under load batching
 // divides the number of transactions by up to maxFinishBatch.
+//
+// When the store is a FinishClaimer the lanes' claims join the batches
+// too. A lane whose last busy slot frees claims at once, and the job that
+// freed it sends its outcome at the same moment: the batch waits (at most
+// claimWait) for a claim a lane has due, so that a worker whose jobs end
+// one at a time writes once per job instead of twice.
 type finisher struct {
 	store Store
+	both  FinishClaimer // the store, when it is one; else nil
+	due   *atomic.Int32 // lanes with a claim due (see dueFlag); nil: none ever is
+	busy  atomic.Bool   // a batch is being written
 	reqs  chan finishReq
 	done  chan struct{}
 	log   func(err error, try int)
@@ -24,20 +34,28 @@ type finisher struct {
 const (
 	maxFinishBatch = 256
 	finishYields   = 3
+	// claimWait bounds how long a batch waits for a claim a lane has due.
+	// The lane sends it within microseconds unless it is stopping.
+	claimWait = time.Millisecond
 )
 
+// finishReq is an outcome to record, or a claim (when claim is set).
 type finishReq struct {
 	f     Finish
+	claim *ClaimParams
+	due   *dueFlag // the claiming lane's; cleared once the claim is in a batch
 	reply chan finishReply
 }
 
 type finishReply struct {
 	applied bool
+	jobs    []*Job
 	err     error
 }
 
 func newFinisher(store Store, log func(err error, try int)) *finisher {
-	return &finisher{store: store, reqs: make(chan finishReq), done: make(chan struct{}), log: log}
+	both, _ := store.(FinishClaimer)
+	return &finisher{store: store, both: both, reqs: make(chan finishReq), done: make(chan struct{}), log: log}
 }
 
 // start starts writing outcomes. It is safe to call twice; once close has
@@ -52,10 +70,24 @@ func (f *finisher) start() {
 // finish records one outcome and reports whether its claim still held.
 func (f *finisher) finish(fin Finish) (bool, error) {
 	reply := make(chan finishReply, 1)
-	f.reqs <- finishReq{fin, reply}
+	f.reqs <- finishReq{f: fin, reply: reply}
 	r := <-reply
 	return r.applied, r.err
 }
+
+// claim claims jobs in the next batch's transaction. It needs a store that
+// is a FinishClaimer, a started finisher, and a call that ends before
+// close (the engine stops its lanes first). Like a direct claim, once sent
+// it is not cancelled: it gets the batch's 30 s.
+func (f *finisher) claim(p ClaimParams, due *dueFlag) ([]*Job, error) {
+	reply := make(chan finishReply, 1)
+	f.reqs <- finishReq{claim: &p, due: due, reply: reply}
+	r := <-reply
+	return r.jobs, r.err
+}
+
+// claimDue reports whether a lane is about to send a claim.
+func (f *finisher) claimDue() bool { return f.due != nil && f.due.Load() > 0 }
 
 // close stops the loop once the requests already sent are written. It is
 // safe to call twice, and before start (which then never starts).
@@ -72,37 +104,114 @@ func (f *finisher) close() {
 func (f *finisher) loop() {
 	defer close(f.done)
 	for first := range f.reqs {
-		// Take what else has finished. Yielding a few times lets jobs that
-		// ended together (and are about to send) join this batch; it costs
-		// a lone outcome microseconds, where a timer would cost a tick.
-		batch := []finishReq{first}
-	more:
-		for yields := 0; len(batch) < maxFinishBatch; {
-			select {
-			case r, ok := <-f.reqs:
-				if !ok {
-					break more
-				}
-				batch = append(batch, r)
-			default:
-				if yields == finishYields {
-					break more
-				}
+		f.writeBatch(f.gather(first))
+	}
+}
+
+// gather takes what else has finished. Yielding a few times lets jobs
+// that ended together (and are about to send) join the batch; it costs a
+// lone outcome microseconds, where a timer would cost a tick. While a
+// lane has a claim due it waits for that claim, for at most claimWait.
+func (f *finisher) gather(first finishReq) []finishReq {
+	batch := []finishReq{first}
+	first.taken()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for yields := 0; len(batch) < maxFinishBatch; {
+		var r finishReq
+		var ok bool
+		select {
+		case r, ok = <-f.reqs:
+		default:
+			if yields < finishYields {
 				yields++
 				runtime.Gosched()
+				continue
+			}
+			if f.both == nil || !f.claimDue() {
+				return batch
+			}
+			if timer == nil {
+				timer = time.NewTimer(claimWait)
+			}
+			select {
+			case r, ok = <-f.reqs:
+			case <-timer.C:
+				return batch
 			}
 		}
-		fs := make([]Finish, len(batch))
-		for i, r := range batch {
-			fs[i] = r.f
+		if !ok {
+			return batch
 		}
-		applied, err := f.write(fs)
-		for i, r := range batch {
+		r.taken()
+		batch = append(batch, r)
+	}
+	return batch
+}
+
+// taken notes that a claim is in a batch: its lane's claim is no longer due.
+func (r finishReq) taken() {
+	if r.due != nil {
+		r.due.clear()
+	}
+}
+
+// writeBatch writes one batch and answers each request in it. Its claims
+// are tried once, with the outcomes; should that fail, the claims get the
+// error (their lanes retry) and the outcomes are written on their own.
+// busy is set while it writes, and cleared before the answers go out: a
+// lane answered may claim again at once, and should not find it set.
+func (f *finisher) writeBatch(batch []finishReq) {
+	f.busy.Store(true)
+	var outcomes, claims []finishReq
+	for _, r := range batch {
+		if r.claim != nil {
+			claims = append(claims, r)
+		} else {
+			outcomes = append(outcomes, r)
+		}
+	}
+	fs := make([]Finish, len(outcomes))
+	for i, r := range outcomes {
+		fs[i] = r.f
+	}
+	var applied []bool
+	var err error
+	written := false
+	if len(claims) > 0 {
+		cs := make([]ClaimParams, len(claims))
+		for i, r := range claims {
+			cs[i] = *r.claim
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var jobs [][]*Job
+		applied, jobs, err = f.both.FinishAndClaim(ctx, fs, cs)
+		cancel()
+		written = err == nil
+		if written || len(fs) == 0 {
+			f.busy.Store(false)
+		}
+		for i, r := range claims {
 			if err != nil {
 				r.reply <- finishReply{err: err}
 			} else {
-				r.reply <- finishReply{applied: applied[i]}
+				r.reply <- finishReply{jobs: jobs[i]}
 			}
+		}
+	}
+	if !written && len(fs) > 0 {
+		applied, err = f.write(fs)
+	}
+	f.busy.Store(false)
+	for i, r := range outcomes {
+		if err != nil {
+			r.reply <- finishReply{err: err}
+		} else {
+			r.reply <- finishReply{applied: applied[i]}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -14,16 +15,21 @@ import (
 // and sleeps until a slot frees up, a wake-up arrives or its next delayed job
 // is due. Stop (phase 1 of shutdown) ends claiming; launched jobs run on.
 type slotLanes struct {
-	store  Store
-	clock  Clock
-	worker string
-	lease  time.Duration
-	poll   time.Duration
-	launch func(j *Job, leaseFrom time.Time, free func())
-	log    zerolog.Logger
-	lanes  []Lane
-	wakes  []chan struct{} // one per lane
-	svc    service
+	store Store
+	// claimJobs claims for a lane whose claim may be due: the store's
+	// ClaimJobs, or a claim sent through the finisher's batches (see
+	// finisher). Either clears due once the claim is on its way.
+	claimJobs func(ctx context.Context, p ClaimParams, due *dueFlag) ([]*Job, error)
+	due       atomic.Int32 // lanes with a claim due
+	clock     Clock
+	worker    string
+	lease     time.Duration
+	poll      time.Duration
+	launch    func(j *Job, leaseFrom time.Time, free func())
+	log       zerolog.Logger
+	lanes     []Lane
+	wakes     []chan struct{} // one per lane
+	svc       service
 }
 
 // Start starts one claim loop per lane. It is safe to call twice.
@@ -48,6 +54,8 @@ func (s *slotLanes) Stop() { s.svc.stop() }
 func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 	log := s.log.With().Str("lane", l.Name).Logger()
 	freed := make(chan struct{}, 1)
+	due := &dueFlag{count: &s.due}
+	defer due.clear()
 	var busy int
 	var mu sync.Mutex
 	busyNow := func() int {
@@ -68,7 +76,7 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 		wait := s.poll
 		if free > 0 {
 			claimedAt := s.clock.Now()
-			jobs, sent, err := s.claim(ctx, l, free)
+			jobs, sent, err := s.claim(ctx, l, free, due)
 			switch {
 			case err != nil && ctx.Err() != nil:
 				return
@@ -85,6 +93,9 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 					s.launch(j, sent, func() {
 						mu.Lock()
 						busy--
+						if busy == 0 {
+							due.set() // the lane claims as soon as it sees this
+						}
 						mu.Unlock()
 						poke(freed)
 					})
@@ -106,6 +117,27 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 		case <-wake:
 		case <-timer.C:
 		}
+	}
+}
+
+// dueFlag marks a lane whose claim is due: its last busy slot has freed,
+// and it claims as soon as it runs. The job that freed the slot sends its
+// outcome at the same moment, and the finisher's batch waits for the
+// claim to join it (see finisher). count counts the lanes marked.
+type dueFlag struct {
+	flag  atomic.Bool
+	count *atomic.Int32
+}
+
+func (d *dueFlag) set() {
+	if d.flag.CompareAndSwap(false, true) {
+		d.count.Add(1)
+	}
+}
+
+func (d *dueFlag) clear() {
+	if d.flag.CompareAndSwap(true, false) {
+		d.count.Add(-1)
 	}
 }
 
@@ -172,8 +204,9 @@ func (s *slotLanes) untilNextRun(ctx context.Context, l Lane, claimedAt time.Tim
 
 // claim claims up to n jobs for l. sent is when the claim was sent, on this
 // process's monotonic clock: the leases it took run from no earlier.
-func (s *slotLanes) claim(ctx context.Context, l Lane, n int) (jobs []*Job, sent time.Time, err error) {
+func (s *slotLanes) claim(ctx context.Context, l Lane, n int, due *dueFlag) (jobs []*Job, sent time.Time, err error) {
 	if err := ctx.Err(); err != nil {
+		due.clear()
 		return nil, time.Time{}, err
 	}
 	// Once sent, a claim is not cancelled by Stop: a claim that commits on
@@ -182,9 +215,9 @@ func (s *slotLanes) claim(ctx context.Context, l Lane, n int) (jobs []*Job, sent
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	sent, now := time.Now(), s.clock.Now()
-	jobs, err = s.store.ClaimJobs(cctx, ClaimParams{
+	jobs, err = s.claimJobs(cctx, ClaimParams{
 		Worker: s.worker, Queues: l.Queues, Limit: n, Now: now, LeaseUntil: now.Add(s.lease),
-	})
+	}, due)
 	if err != nil {
 		return nil, sent, fmt.Errorf("claim jobs: %w", err)
 	}

@@ -319,11 +319,46 @@ func (c *counting) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue
 
 func (c *counting) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, error) {
 	applied, err := c.Store.FinishJobs(ctx, fs)
+	c.finished(applied)
+	return applied, err
+}
+
+// finished counts one finish batch and its applied outcomes.
+func (c *counting) finished(applied []bool) {
 	c.finishes.Add(1)
 	for _, ok := range applied {
 		if ok && c.done.Add(1) == c.n {
 			close(c.ch)
 		}
 	}
-	return applied, err
+}
+
+// countingBoth is counting for a store that is a queue.FinishClaimer: a
+// call counts as a finish batch when it carries outcomes and as a claim
+// per claim it carries, though it is one transaction.
+type countingBoth struct {
+	*counting
+	both queue.FinishClaimer
+}
+
+func (c countingBoth) FinishAndClaim(ctx context.Context, fs []queue.Finish, cs []queue.ClaimParams) ([]bool, [][]*queue.Job, error) {
+	applied, jobs, err := c.both.FinishAndClaim(ctx, fs, cs)
+	if len(fs) > 0 {
+		c.finished(applied)
+	}
+	c.claims.Add(int64(len(cs)))
+	for _, js := range jobs {
+		c.claimed.Add(int64(len(js)))
+	}
+	return applied, jobs, err
+}
+
+// countingStore wraps st in counting, keeping it a queue.FinishClaimer
+// when it is one.
+func countingStore(st queue.Store, n int) (*counting, queue.Store) {
+	c := &counting{Store: st, n: int64(n), ch: make(chan struct{})}
+	if both, ok := st.(queue.FinishClaimer); ok {
+		return c, countingBoth{c, both}
+	}
+	return c, c
 }

@@ -23,12 +23,12 @@ type EngineRun struct {
 // one lane with the given slots and a runner that does nothing, until all
 // n outcomes are applied: the engine's and the store's own cost per job.
 func RunNoopEngine(ctx context.Context, st queue.Store, n, slots int) (EngineRun, error) {
-	c := &counting{Store: st, n: int64(n), ch: make(chan struct{})}
+	c, wrapped := countingStore(st, n)
 	noop := queue.RunnerFunc(func(ctx context.Context, spec queue.RunSpec) queue.RunResult {
 		now := time.Now().UTC()
 		return queue.RunResult{ExitCode: 0, Started: now, Finished: now}
 	})
-	eng := queue.NewEngine(c, noop, queue.EngineConfig{Lanes: []queue.Lane{{Slots: slots}}, Log: zerolog.Nop(), Processes: proc.Host{}})
+	eng := queue.NewEngine(wrapped, noop, queue.EngineConfig{Lanes: []queue.Lane{{Slots: slots}}, Log: zerolog.Nop(), Processes: proc.Host{}})
 	start, cpu0 := time.Now(), selfCPU()
 	if err := eng.Start(ctx); err != nil {
 		return EngineRun{}, err

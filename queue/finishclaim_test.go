@@ -1,0 +1,100 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/sqlite"
+)
+
+// mergingStore counts the engine's writes on a store that is a
+// queue.FinishClaimer, and can fail the first calls that carry both
+// outcomes and a claim.
+type mergingStore struct {
+	*sqlite.Store
+	mu         sync.Mutex
+	merged     int // FinishAndClaim calls with outcomes and claims that reached the store
+	failMerged int // how many more such calls fail before reaching it
+	finishes   int // FinishJobs calls
+}
+
+func (m *mergingStore) FinishAndClaim(ctx context.Context, fs []queue.Finish, cs []queue.ClaimParams) ([]bool, [][]*queue.Job, error) {
+	m.mu.Lock()
+	if len(fs) > 0 && len(cs) > 0 {
+		if m.failMerged > 0 {
+			m.failMerged--
+			m.mu.Unlock()
+			return nil, nil, errors.New("injected: database is locked")
+		}
+		m.merged++
+	}
+	m.mu.Unlock()
+	return m.Store.FinishAndClaim(ctx, fs, cs)
+}
+
+func (m *mergingStore) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, error) {
+	m.mu.Lock()
+	m.finishes++
+	m.mu.Unlock()
+	return m.Store.FinishJobs(ctx, fs)
+}
+
+func (m *mergingStore) counts() (merged, finishes int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.merged, m.finishes
+}
+
+// runAll enqueues n jobs on st, runs them on a one-slot engine that does
+// nothing, and waits until every one has completed in one attempt.
+func runAll(t *testing.T, st queue.Store, n int) {
+	t.Helper()
+	now := time.Now().UTC()
+	for i := range n {
+		enqueue(t, st, queue.NewJob{ID: fmt.Sprintf("j%02d", i)}, now)
+	}
+	noop := queue.RunnerFunc(func(ctx context.Context, spec queue.RunSpec) queue.RunResult {
+		at := time.Now().UTC()
+		return queue.RunResult{ExitCode: 0, Started: at, Finished: at}
+	})
+	startEngine(t, st, noop, queue.EngineConfig{Lanes: []queue.Lane{{Slots: 1}}, Poll: time.Second})
+	waitFor(t, "every job to complete", func() bool {
+		jobs, err := st.ListJobs(testCtx(t), queue.ListParams{States: []queue.State{queue.StateCompleted}, Limit: n})
+		return err == nil && len(jobs) == n
+	})
+	for i := range n {
+		if j := getJob(t, st, fmt.Sprintf("j%02d", i)); j.Attempts != 1 {
+			t.Fatalf("%s completed in %d attempts, want 1", j.ID, j.Attempts)
+		}
+	}
+}
+
+// A one-slot worker's slot frees as its job's outcome is sent, and the
+// claim that refills it joins that outcome's transaction: most jobs are
+// claimed in the transaction that records the one before.
+func TestEngineClaimsInItsOutcomesTransaction(t *testing.T) {
+	st, _ := openStore(t)
+	m := &mergingStore{Store: st}
+	const n = 40
+	runAll(t, m, n)
+	if merged, finishes := m.counts(); merged < n/2 {
+		t.Fatalf("%d of %d outcomes were written with a claim (%d on their own), want at least half", merged, n, finishes)
+	}
+}
+
+// When a write carrying outcomes and a claim fails, the claim reports the
+// error (its lane tries again) and the outcomes are written on their own:
+// none is lost, and no job runs twice.
+func TestEngineOutcomesOutliveAFailedMergedWrite(t *testing.T) {
+	st, _ := openStore(t)
+	m := &mergingStore{Store: st, failMerged: 3}
+	runAll(t, m, 10)
+	if _, finishes := m.counts(); finishes == 0 {
+		t.Fatal("no outcome was written on its own after the merged writes failed")
+	}
+}
