@@ -185,12 +185,14 @@ func NewEngine(store Store, runner Runner, cfg EngineConfig) *Engine {
 		log:    e.log, lanes: cfg.Lanes,
 	}
 	e.lanes.claimJobs = func(ctx context.Context, p ClaimParams, due *dueFlag) ([]*Job, error) {
-		if e.finish.both == nil || e.finish.busy.Load() {
-			// A batch being written would hold the claim back.
-			due.clear()
-			return store.ClaimJobs(ctx, p)
+		// A batch being written would hold the claim back.
+		if e.finish.both != nil && !e.finish.busy.Load() {
+			if jobs, sent, err := e.finish.claim(p, due); sent {
+				return jobs, err
+			}
 		}
-		return e.finish.claim(p, due)
+		due.clear()
+		return store.ClaimJobs(ctx, p)
 	}
 	e.finish.due = &e.lanes.due
 	for range cfg.Lanes {

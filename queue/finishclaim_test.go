@@ -94,7 +94,12 @@ func TestEngineOutcomesOutliveAFailedMergedWrite(t *testing.T) {
 	st, _ := openStore(t)
 	m := &mergingStore{Store: st, failMerged: 3}
 	runAll(t, m, 10)
-	if _, finishes := m.counts(); finishes == 0 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failMerged != 0 {
+		t.Fatalf("%d of the 3 injected failures never happened: no joint write was tried", m.failMerged)
+	}
+	if m.finishes == 0 {
 		t.Fatal("no outcome was written on its own after the merged writes failed")
 	}
 }

@@ -34,8 +34,9 @@ type finisher struct {
 const (
 	maxFinishBatch = 256
 	finishYields   = 3
-	// claimWait bounds how long a batch waits for a claim a lane has due.
-	// The lane sends it within microseconds unless it is stopping.
+	// claimWait bounds how long a batch waits for a claim a lane has due
+	// (the lane sends it within microseconds), and how long a claim waits
+	// for the finisher to take it.
 	claimWait = time.Millisecond
 )
 
@@ -77,13 +78,26 @@ func (f *finisher) finish(fin Finish) (bool, error) {
 
 // claim claims jobs in the next batch's transaction. It needs a store that
 // is a FinishClaimer, a started finisher, and a call that ends before
-// close (the engine stops its lanes first). Like a direct claim, once sent
-// it is not cancelled: it gets the batch's 30 s.
-func (f *finisher) claim(p ClaimParams, due *dueFlag) ([]*Job, error) {
-	reply := make(chan finishReply, 1)
-	f.reqs <- finishReq{claim: &p, due: due, reply: reply}
-	r := <-reply
-	return r.jobs, r.err
+// close (the engine stops its lanes first). It sends the claim only if
+// the finisher takes it within claimWait (it is not busy writing a batch,
+// whose retries can last 30 s and more): sent is false when it did not,
+// and the caller claims on its own. Like a direct claim, once sent it is
+// not cancelled: it gets the batch's one try of at most 30 s.
+func (f *finisher) claim(p ClaimParams, due *dueFlag) (jobs []*Job, sent bool, err error) {
+	req := finishReq{claim: &p, due: due, reply: make(chan finishReply, 1)}
+	select {
+	case f.reqs <- req:
+	default:
+		t := time.NewTimer(claimWait)
+		defer t.Stop()
+		select {
+		case f.reqs <- req:
+		case <-t.C:
+			return nil, false, nil
+		}
+	}
+	r := <-req.reply
+	return r.jobs, true, r.err
 }
 
 // claimDue reports whether a lane is about to send a claim.
@@ -163,8 +177,10 @@ func (r finishReq) taken() {
 // writeBatch writes one batch and answers each request in it. Its claims
 // are tried once, with the outcomes; should that fail, the claims get the
 // error (their lanes retry) and the outcomes are written on their own.
-// busy is set while it writes, and cleared before the answers go out: a
-// lane answered may claim again at once, and should not find it set.
+// busy is set while it writes, and cleared before the answers go out (a
+// lane answered may claim again at once, and should not find it set),
+// except when the joint write failed and the outcomes are written again:
+// the claims, answered with the error, then retry on their own.
 func (f *finisher) writeBatch(batch []finishReq) {
 	f.busy.Store(true)
 	var outcomes, claims []finishReq

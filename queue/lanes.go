@@ -55,7 +55,7 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 	log := s.log.With().Str("lane", l.Name).Logger()
 	freed := make(chan struct{}, 1)
 	due := &dueFlag{count: &s.due}
-	defer due.clear()
+	defer due.stop()
 	var busy int
 	var mu sync.Mutex
 	busyNow := func() int {
@@ -94,7 +94,7 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 						mu.Lock()
 						busy--
 						if busy == 0 {
-							due.set() // the lane claims as soon as it sees this
+							due.set() // and the poke below makes the lane claim
 						}
 						mu.Unlock()
 						poke(freed)
@@ -123,20 +123,34 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 // dueFlag marks a lane whose claim is due: its last busy slot has freed,
 // and it claims as soon as it runs. The job that freed the slot sends its
 // outcome at the same moment, and the finisher's batch waits for the
-// claim to join it (see finisher). count counts the lanes marked.
+// claim to join it (see finisher). count counts the lanes marked. Once
+// its lane has stopped claiming the flag stays down: jobs still running
+// free their slots, but no claim follows.
 type dueFlag struct {
-	flag  atomic.Bool
+	state atomic.Int32 // dueIdle, dueSet or dueStopped
 	count *atomic.Int32
 }
 
+const (
+	dueIdle int32 = iota
+	dueSet
+	dueStopped
+)
+
 func (d *dueFlag) set() {
-	if d.flag.CompareAndSwap(false, true) {
+	if d.state.CompareAndSwap(dueIdle, dueSet) {
 		d.count.Add(1)
 	}
 }
 
 func (d *dueFlag) clear() {
-	if d.flag.CompareAndSwap(true, false) {
+	if d.state.CompareAndSwap(dueSet, dueIdle) {
+		d.count.Add(-1)
+	}
+}
+
+func (d *dueFlag) stop() {
+	if d.state.Swap(dueStopped) == dueSet {
 		d.count.Add(-1)
 	}
 }

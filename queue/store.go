@@ -161,7 +161,8 @@ type DatabaseClock interface {
 
 // FinishClaimer is a store that can record outcomes and claim jobs in one
 // transaction: FinishJobs(fs), then ClaimJobs for each of cs in turn, all
-// or nothing. Where every write takes one lock (SQLite), a worker whose
+// or nothing (a job an outcome releases is claimable by a claim whose Now
+// is not before the outcome's). Where every write takes one lock (SQLite), a worker whose
 // slot frees as its job ends then pays one write transaction per job
 // instead of two; the engine sends its claims through the batch of
 // outcomes when the store is one.

@@ -343,6 +343,9 @@ type countingBoth struct {
 
 func (c countingBoth) FinishAndClaim(ctx context.Context, fs []queue.Finish, cs []queue.ClaimParams) ([]bool, [][]*queue.Job, error) {
 	applied, jobs, err := c.both.FinishAndClaim(ctx, fs, cs)
+	if err != nil {
+		return applied, jobs, err // the outcomes are written again; claims retry
+	}
 	if len(fs) > 0 {
 		c.finished(applied)
 	}
@@ -350,7 +353,7 @@ func (c countingBoth) FinishAndClaim(ctx context.Context, fs []queue.Finish, cs 
 	for _, js := range jobs {
 		c.claimed.Add(int64(len(js)))
 	}
-	return applied, jobs, err
+	return applied, jobs, nil
 }
 
 // countingStore wraps st in counting, keeping it a queue.FinishClaimer

@@ -50,7 +50,8 @@ func (s *Store) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, erro
 }
 
 // FinishAndClaim implements queue.FinishClaimer: the outcomes first, so
-// that jobs they release can be claimed, then each claim.
+// that jobs they release may be claimed (when the claim's Now is not
+// before the outcomes'), then each claim.
 func (s *Store) FinishAndClaim(ctx context.Context, fs []queue.Finish, cs []queue.ClaimParams) ([]bool, [][]*queue.Job, error) {
 	applied, claims, err := s.finishAndClaim(ctx, fs, cs)
 	if err != nil {
