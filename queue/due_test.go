@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 )
@@ -32,11 +33,23 @@ func TestDueFlagStaysDownOnceStopped(t *testing.T) {
 	}
 }
 
-// A claim the finisher does not take (it is writing a batch, or here not
-// running at all) is not sent: the lane claims on its own instead of
-// waiting behind the batch's retries.
+// claimer is a FinishClaimer that claims nothing and counts its calls;
+// no other Store method is called.
+type claimer struct {
+	Store
+	calls atomic.Int32
+}
+
+func (c *claimer) FinishAndClaim(_ context.Context, fs []Finish, cs []ClaimParams) ([]bool, [][]*Job, error) {
+	c.calls.Add(1)
+	return make([]bool, len(fs)), make([][]*Job, len(cs)), nil
+}
+
+// A claim the finisher does not take (here it is not running) is not
+// sent: the lane claims on its own instead of waiting behind a batch.
 func TestClaimNotTakenIsNotSent(t *testing.T) {
-	f := newFinisher(nil, func(error, int) {})
+	st := &claimer{}
+	f := newFinisher(st, func(error, int) {})
 	var count atomic.Int32
 	due := &dueFlag{count: &count}
 	due.set()
@@ -45,5 +58,29 @@ func TestClaimNotTakenIsNotSent(t *testing.T) {
 	}
 	if n := count.Load(); n != 1 {
 		t.Fatalf("a claim not sent cleared its lane's due flag (count %d); the caller clears it", n)
+	}
+}
+
+// While a batch is being written a claim is not even offered: it would
+// wait behind the batch. Once the finisher is idle it takes the claim,
+// and the claim clears its lane's due flag.
+func TestClaimSkipsABusyFinisher(t *testing.T) {
+	st := &claimer{}
+	f := newFinisher(st, func(error, int) {})
+	f.start()
+	defer f.close()
+	var count atomic.Int32
+	due := &dueFlag{count: &count}
+	due.set()
+	f.busy.Store(true)
+	if _, sent, _ := f.claim(ClaimParams{Limit: 1}, due); sent || st.calls.Load() != 0 {
+		t.Fatalf("claim while a batch is written: sent %v, store calls %d; want not sent", sent, st.calls.Load())
+	}
+	f.busy.Store(false)
+	if _, sent, err := f.claim(ClaimParams{Limit: 1}, due); !sent || err != nil || st.calls.Load() != 1 {
+		t.Fatalf("claim to an idle finisher: sent %v, err %v, store calls %d; want sent in one call", sent, err, st.calls.Load())
+	}
+	if n := count.Load(); n != 0 {
+		t.Fatalf("a claim taken into a batch left its lane's due flag raised (count %d)", n)
 	}
 }

@@ -185,16 +185,15 @@ func NewEngine(store Store, runner Runner, cfg EngineConfig) *Engine {
 		log:    e.log, lanes: cfg.Lanes,
 	}
 	e.lanes.claimJobs = func(ctx context.Context, p ClaimParams, due *dueFlag) ([]*Job, error) {
-		// A batch being written would hold the claim back.
-		if e.finish.both != nil && !e.finish.busy.Load() {
-			if jobs, sent, err := e.finish.claim(p, due); sent {
-				return jobs, err
-			}
+		if jobs, sent, err := e.finish.claim(p, due); sent {
+			return jobs, err
 		}
 		due.clear()
 		return store.ClaimJobs(ctx, p)
 	}
-	e.finish.due = &e.lanes.due
+	if e.finish.both != nil {
+		e.finish.due = &e.lanes.due
+	}
 	for range cfg.Lanes {
 		e.lanes.wakes = append(e.lanes.wakes, e.wakes.add())
 	}

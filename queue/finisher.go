@@ -21,7 +21,7 @@ import (
 type finisher struct {
 	store Store
 	both  FinishClaimer // the store, when it is one; else nil
-	due   *atomic.Int32 // lanes with a claim due (see dueFlag); nil: none ever is
+	due   *atomic.Int32 // lanes with a claim due (see dueFlag); nil unless both is set
 	busy  atomic.Bool   // a batch is being written
 	reqs  chan finishReq
 	done  chan struct{}
@@ -76,14 +76,17 @@ func (f *finisher) finish(fin Finish) (bool, error) {
 	return r.applied, r.err
 }
 
-// claim claims jobs in the next batch's transaction. It needs a store that
-// is a FinishClaimer, a started finisher, and a call that ends before
-// close (the engine stops its lanes first). It sends the claim only if
-// the finisher takes it within claimWait (it is not busy writing a batch,
-// whose retries can last 30 s and more): sent is false when it did not,
-// and the caller claims on its own. Like a direct claim, once sent it is
-// not cancelled: it gets the batch's one try of at most 30 s.
+// claim claims jobs in the next batch's transaction. It needs a started
+// finisher and a call that ends before close (the engine stops its lanes
+// first). It sends the claim only if the store is a FinishClaimer, no
+// batch is being written (whose retries can last 30 s and more) and the
+// finisher takes it within claimWait: sent is false when it did not, and
+// the caller claims on its own. Like a direct claim, once sent it is not
+// cancelled: it gets the batch's one try of at most 30 s.
 func (f *finisher) claim(p ClaimParams, due *dueFlag) (jobs []*Job, sent bool, err error) {
+	if f.both == nil || f.busy.Load() {
+		return nil, false, nil
+	}
 	req := finishReq{claim: &p, due: due, reply: make(chan finishReply, 1)}
 	select {
 	case f.reqs <- req:
@@ -146,7 +149,7 @@ func (f *finisher) gather(first finishReq) []finishReq {
 				runtime.Gosched()
 				continue
 			}
-			if f.both == nil || !f.claimDue() {
+			if !f.claimDue() {
 				return batch
 			}
 			if timer == nil {
@@ -174,13 +177,8 @@ func (r finishReq) taken() {
 	}
 }
 
-// writeBatch writes one batch and answers each request in it. Its claims
-// are tried once, with the outcomes; should that fail, the claims get the
-// error (their lanes retry) and the outcomes are written on their own.
-// busy is set while it writes, and cleared before the answers go out (a
-// lane answered may claim again at once, and should not find it set),
-// except when the joint write failed and the outcomes are written again:
-// the claims, answered with the error, then retry on their own.
+// writeBatch writes one batch and answers each request in it. busy is
+// set while it writes.
 func (f *finisher) writeBatch(batch []finishReq) {
 	f.busy.Store(true)
 	var outcomes, claims []finishReq
@@ -195,33 +193,7 @@ func (f *finisher) writeBatch(batch []finishReq) {
 	for i, r := range outcomes {
 		fs[i] = r.f
 	}
-	var applied []bool
-	var err error
-	written := false
-	if len(claims) > 0 {
-		cs := make([]ClaimParams, len(claims))
-		for i, r := range claims {
-			cs[i] = *r.claim
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		var jobs [][]*Job
-		applied, jobs, err = f.both.FinishAndClaim(ctx, fs, cs)
-		cancel()
-		written = err == nil
-		if written || len(fs) == 0 {
-			f.busy.Store(false)
-		}
-		for i, r := range claims {
-			if err != nil {
-				r.reply <- finishReply{err: err}
-			} else {
-				r.reply <- finishReply{jobs: jobs[i]}
-			}
-		}
-	}
-	if !written && len(fs) > 0 {
-		applied, err = f.write(fs)
-	}
+	applied, err := f.writeWithClaims(fs, claims)
 	f.busy.Store(false)
 	for i, r := range outcomes {
 		if err != nil {
@@ -230,6 +202,39 @@ func (f *finisher) writeBatch(batch []finishReq) {
 			r.reply <- finishReply{applied: applied[i]}
 		}
 	}
+}
+
+// writeWithClaims writes the outcomes fs, with claims when there are any,
+// and answers the claims. The claims are tried once, with the outcomes;
+// should that fail, the claims get the error (their lanes retry) and the
+// outcomes are written on their own. busy is cleared before the claims
+// are answered (a lane answered may claim again at once, and should not
+// find it set) unless the outcomes are still to be written.
+func (f *finisher) writeWithClaims(fs []Finish, claims []finishReq) ([]bool, error) {
+	if len(claims) == 0 {
+		return f.write(fs)
+	}
+	cs := make([]ClaimParams, len(claims))
+	for i, r := range claims {
+		cs[i] = *r.claim
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	applied, jobs, err := f.both.FinishAndClaim(ctx, fs, cs)
+	cancel()
+	if err == nil || len(fs) == 0 {
+		f.busy.Store(false)
+	}
+	for i, r := range claims {
+		if err != nil {
+			r.reply <- finishReply{err: err}
+		} else {
+			r.reply <- finishReply{jobs: jobs[i]}
+		}
+	}
+	if err != nil && len(fs) > 0 {
+		return f.write(fs)
+	}
+	return applied, err
 }
 
 // write retries a failed batch for up to 30 s (a busy or restarting
