@@ -96,8 +96,9 @@ func (s *Store) allowances(ctx context.Context, tx *sql.Tx, cs []queue.QueueCont
 			continue
 		}
 		var running, starts int
-		// One row of job_counts (the claim's own counts are added at
-		// commit, after this read).
+		// One row of job_counts, which gets this transaction's own moves
+		// only at commit: those are in the tally (the outcomes and the
+		// claims before this one in a FinishAndClaim).
 		count, err := s.stmt(ctx, tx, `SELECT coalesce(sum(n), 0) FROM job_counts WHERE queue = ? AND state = 'processing'`)
 		if err != nil {
 			return nil, err
@@ -105,6 +106,7 @@ func (s *Store) allowances(ctx context.Context, tx *sql.Tx, cs []queue.QueueCont
 		if err := count.QueryRowContext(ctx, c.Name).Scan(&running); err != nil {
 			return nil, err
 		}
+		running += int(s.tally.jobs[countKey{c.Name, string(queue.StateProcessing)}])
 		if c.Rate.N > 0 {
 			recent, err := s.stmt(ctx, tx, `SELECT count(*) FROM queue_starts WHERE queue = ? AND at > ?`)
 			if err != nil {

@@ -74,3 +74,54 @@ func testFinishAndClaim(t *testing.T, open Opener) {
 		t.Fatalf("b is %s, want completed", got.State)
 	}
 }
+
+// testFinishAndClaimLimited checks claims from limited queues in a
+// FinishClaimer's transaction: an outcome frees its queue's running slot
+// for the claim after it, a rate limit counts the starts, and claims keep
+// the order they were given in, limited or not, each seeing what the ones
+// before it took.
+func testFinishAndClaimLimited(t *testing.T, open Opener) {
+	s := open(t)
+	both, ok := s.(queue.FinishClaimer)
+	if !ok {
+		t.Skip("this store records outcomes and claims in separate transactions")
+	}
+	update(t, s, queue.ControlUpdate{Names: []string{"lim"}, MaxRunning: ptr(1)})
+	update(t, s, queue.ControlUpdate{Names: []string{"rate"}, Rate: &queue.RateLimit{N: 1, Per: time.Hour}})
+	insert(t, s, job(t, "x", inQueue("lim")), job(t, "y", inQueue("lim")), job(t, "z", inQueue("lim")),
+		job(t, "r1", inQueue("rate")), job(t, "r2", inQueue("rate")), job(t, "f1", inQueue("free")), job(t, "f2", inQueue("free")))
+	x := claim(t, s, "w1", 5, t0, "lim")
+	if len(x) != 1 || x[0].ID != "x" {
+		t.Fatalf("claimed %v from lim, want [x]: one may run", ids(x))
+	}
+	at := t0.Add(time.Minute)
+	claimAt := func(worker string, limit int, queues ...string) queue.ClaimParams {
+		return queue.ClaimParams{Worker: worker, Queues: queues, Limit: limit, Now: at, LeaseUntil: at.Add(30 * time.Second)}
+	}
+	applied, claimed, err := both.FinishAndClaim(ctx(t),
+		[]queue.Finish{queue.RetryPolicy{}.Decide(x[0], "w1", succeeded(at, ""), at)},
+		[]queue.ClaimParams{claimAt("w1", 5, "lim"), claimAt("w2", 5, "free"), claimAt("w3", 5, "rate", "free"), claimAt("w4", 5, "lim", "rate")})
+	if err != nil {
+		t.Fatalf("finish and claim: %v", err)
+	}
+	if !slices.Equal(applied, []bool{true}) {
+		t.Fatalf("applied %v, want [true]", applied)
+	}
+	want := [][]string{{"y"}, {"f1", "f2"}, {"r1"}, {}}
+	if len(claimed) != len(want) {
+		t.Fatalf("claimed %v, want %v", claimed, want)
+	}
+	for i := range want {
+		if !equal(ids(claimed[i]), want[i]) {
+			t.Fatalf("claim %d took %v, want %v: x's outcome frees lim's one slot, which y then holds; the free jobs go to the claim before; rate starts one an hour",
+				i, ids(claimed[i]), want[i])
+		}
+	}
+	// The start the joint claim took counts against the rate.
+	if got := claim(t, s, "w4", 5, at.Add(time.Second), "rate"); len(got) != 0 {
+		t.Fatalf("claimed %v from rate after its one start an hour", ids(got))
+	}
+	if got := get(t, s, "z"); got.State != queue.StatePending {
+		t.Fatalf("z is %s, want pending: lim runs one at a time", got.State)
+	}
+}

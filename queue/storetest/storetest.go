@@ -43,6 +43,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"ClaimExclusiveAcrossHandles", testClaimExclusive},
 		{"FinishChecksClaim", testFinishChecksClaim},
 		{"FinishAndClaim", testFinishAndClaim},
+		{"FinishAndClaimLimited", testFinishAndClaimLimited},
 		{"RetrySchedulingAndDeadLetter", testRetryAndDead},
 		{"RetryJobs", testRetryJobs},
 		{"LeaseExpiryRescue", testLeaseRescue},
