@@ -85,6 +85,9 @@ type shellRun struct {
 
 func (r shellRun) own() float64 { return r.user + r.sys }
 
+// jobs is the CPU per job of the jobs' processes (ms).
+func (r shellRun) jobs() float64 { return r.childUser + r.childSys }
+
 // shellJobs runs the shell scenario's ShellJobs `true` jobs with procs
 // worker processes of slots slots each.
 func (b *runner) shellJobs(ctx context.Context, dsn string, procs, slots int) (shellRun, error) {
@@ -376,7 +379,7 @@ func (b *runner) cpu(ctx context.Context) ([]Result, error) {
 			result("cpu", "SQLite write lock held per job"+ww, "ms", figure(wide, func(r shellRun) float64 { return r.lock }), "", 0, "lower"),
 			result("cpu", "measured rate of these runs"+ww, "jobs/s", figure(wide, func(r shellRun) float64 { return r.rate }), "", 0, "higher"))
 	}
-	all := figure(runs, func(r shellRun) float64 { return r.own() + r.childUser + r.childSys })
+	all := figure(runs, func(r shellRun) float64 { return r.own() + r.jobs() })
 	perCore := result("cpu", "CPU-bound rate per core: 1 / (own + the job's CPU per job)", "jobs/s", inverse(all), "", 0, "higher")
 	perCore.Note = fmt.Sprintf("queuectl alone (1 / own CPU per job): %.0f jobs/s per core; this machine has %d", median(inverse(own)), runtime.NumCPU())
 	rate := result("cpu", "measured rate of these runs"+w, "jobs/s", figure(runs, func(r shellRun) float64 { return r.rate }), "", 0, "higher")
@@ -449,17 +452,23 @@ func (b *runner) scaling(ctx context.Context) ([]Result, error) {
 		rate1 := medianOf(runs[m][0], func(r shellRun) float64 { return r.rate })
 		proj1 := medianOf(runs[m][0], func(r shellRun) float64 { return r.onCores(1) })
 		own1 := medianOf(runs[m][0], shellRun.own)
+		jobs1 := medianOf(runs[m][0], shellRun.jobs)
 		for i, n := range scalingCounts {
 			rs := runs[m][i]
 			at := fmt.Sprintf(", %d %s", n, md.name)
 			own := result("scaling", "queuectl's own CPU per job (user + system)"+at, "ms", figure(rs, shellRun.own), "the same at N = 1", own1, "lower")
 			own.Note = fmt.Sprintf("user %.3f, system %.3f ms; the job's processes %.3f ms; write lock held %.3f ms, its holder's CPU %.3f ms",
 				medianOf(rs, func(r shellRun) float64 { return r.user }), medianOf(rs, func(r shellRun) float64 { return r.sys }),
-				medianOf(rs, func(r shellRun) float64 { return r.childUser + r.childSys }), medianOf(rs, func(r shellRun) float64 { return r.lock }),
+				medianOf(rs, shellRun.jobs), medianOf(rs, func(r shellRun) float64 { return r.lock }),
 				medianOf(rs, func(r shellRun) float64 { return r.lockCPU }))
+			// The same `sh -c true` at N = 1 and N: what running N
+			// things at once does to the CPU one unit of identical,
+			// unshared work takes on this machine, the control for
+			// queuectl's own ratio.
+			jobs := result("scaling", "the job's processes' CPU per job (sh -c true)"+at, "ms", figure(rs, shellRun.jobs), "the same at N = 1", jobs1, "lower")
 			out = append(out,
 				result("scaling", "shell jobs (true)"+at, "jobs/s", figure(rs, func(r shellRun) float64 { return r.rate }), "the same at N = 1", rate1, "higher"),
-				own)
+				own, jobs)
 			if proj := figure(rs, func(r shellRun) float64 { return r.onCores(n) }); median(proj) > 0 {
 				out = append(out, result("scaling", fmt.Sprintf("projected rate on %d cores", n)+at, "jobs/s", proj, "the same at N = 1", proj1, "higher"))
 			}
@@ -476,7 +485,7 @@ func (b *runner) scaling(ctx context.Context) ([]Result, error) {
 // cores; which way they would move on n cores is not known
 // (docs/benchmarks.md, "scaling").
 func (r shellRun) onCores(n int) float64 {
-	cpu := r.own() + r.childUser + r.childSys
+	cpu := r.own() + r.jobs()
 	if r.lockCPU <= 0 || cpu <= 0 {
 		return 0
 	}
