@@ -42,9 +42,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return openReadOnly(ctx, abs, errReadOnly)
 	}
 	// The writer waits for the lock in write, not in SQLite's busy handler.
+	// It reads pages with pread, not through a memory map: after another
+	// process's commit SQLite drops a connection's cached pages and, with
+	// a map, unmaps and maps the whole map again before its next read,
+	// which cost worker processes more CPU per job than reading the pages
+	// they need (docs/benchmarks.md, "The writer reads without a memory
+	// map").
 	writeDB := sql.OpenDB(connector{dsn: dsn(abs, false), drv: &sqlite3.SQLiteDriver{
 		ConnectHook: func(c *sqlite3.SQLiteConn) error {
-			if _, err := c.Exec("PRAGMA busy_timeout = 0; PRAGMA mmap_size = 268435456", nil); err != nil {
+			if _, err := c.Exec("PRAGMA busy_timeout = 0; PRAGMA mmap_size = 0", nil); err != nil {
 				return err
 			}
 			return fullUnlessWAL(c)
