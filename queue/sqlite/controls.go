@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -224,7 +225,7 @@ const perQueueMax = 16
 
 // freeCandidates reads up to p.Limit candidates from each queue the claim
 // may take from that is not steered: the named ones, or (every queue) those
-// that hold runnable jobs, as job_counts says. Each is read through its own
+// that hold runnable jobs, as job_counts and this transaction's tally say. Each is read through its own
 // range of jobs_claim_queue, so a limited queue's backlog is never walked.
 func (s *Store) freeCandidates(ctx context.Context, tx *sql.Tx, p queue.ClaimParams, cs []queue.QueueControl, steered map[string]bool) ([]candidate, error) {
 	queues := p.Queues
@@ -239,6 +240,13 @@ func (s *Store) freeCandidates(ctx context.Context, tx *sql.Tx, p queue.ClaimPar
 		}
 		if queues, err = scanColumn[string](rows); err != nil {
 			return nil, err
+		}
+		// job_counts gets this transaction's own moves only at commit:
+		// a queue where its outcomes released or retried jobs counts too.
+		for k, n := range s.tally.jobs {
+			if n > 0 && (k.state == string(queue.StatePending) || k.state == string(queue.StateFailed)) && !slices.Contains(queues, k.queue) {
+				queues = append(queues, k.queue)
+			}
 		}
 	}
 	var free []string

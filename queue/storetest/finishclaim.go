@@ -124,4 +124,24 @@ func testFinishAndClaimLimited(t *testing.T, open Opener) {
 	if got := get(t, s, "z"); got.State != queue.StatePending {
 		t.Fatalf("z is %s, want pending: lim runs one at a time", got.State)
 	}
+
+	// A claim of every queue, while some queue is limited, still takes a
+	// job the outcome before it released, from a queue that held no
+	// runnable job when the transaction began.
+	insert(t, s, job(t, "a", inQueue("deps")), job(t, "c", inQueue("other")))
+	insert(t, s, job(t, "d", func(n *queue.NewJob) { n.Queue = "deps"; n.After = []string{"a"} }))
+	a := claim(t, s, "w5", 1, at, "deps")
+	if len(a) != 1 || a[0].ID != "a" {
+		t.Fatalf("claimed %v from deps, want [a]", ids(a))
+	}
+	later := at.Add(time.Minute)
+	_, claimed, err = both.FinishAndClaim(ctx(t),
+		[]queue.Finish{queue.RetryPolicy{}.Decide(a[0], "w5", succeeded(later, ""), later)},
+		[]queue.ClaimParams{{Worker: "w5", Limit: 5, Now: later, LeaseUntil: later.Add(30 * time.Second)}})
+	if err != nil {
+		t.Fatalf("finish a and claim every queue: %v", err)
+	}
+	if got := sorted(ids(claimed[0])); !equal(got, []string{"c", "d"}) {
+		t.Fatalf("claim of every queue took %v, want [c d]: d was released by a's outcome in the same transaction", got)
+	}
 }
