@@ -457,9 +457,9 @@ func (b *runner) scaling(ctx context.Context) ([]Result, error) {
 			rs := runs[m][i]
 			at := fmt.Sprintf(", %d %s", n, md.name)
 			own := result("scaling", "queuectl's own CPU per job (user + system)"+at, "ms", figure(rs, shellRun.own), "the same at N = 1", own1, "lower")
-			own.Note = fmt.Sprintf("user %.3f, system %.3f ms; the job's processes %.3f ms; write lock held %.3f ms, its holder's CPU %.3f ms",
+			own.Note = fmt.Sprintf("user %.3f, system %.3f ms; write lock held %.3f ms, its holder's CPU %.3f ms",
 				medianOf(rs, func(r shellRun) float64 { return r.user }), medianOf(rs, func(r shellRun) float64 { return r.sys }),
-				medianOf(rs, shellRun.jobs), medianOf(rs, func(r shellRun) float64 { return r.lock }),
+				medianOf(rs, func(r shellRun) float64 { return r.lock }),
 				medianOf(rs, func(r shellRun) float64 { return r.lockCPU }))
 			// The same `sh -c true` at N = 1 and N: what running N
 			// things at once does to the CPU one unit of identical,
