@@ -162,10 +162,12 @@ type DatabaseClock interface {
 // FinishClaimer is a store that can record outcomes and claim jobs in one
 // transaction: FinishJobs(fs), then ClaimJobs for each of cs in turn, all
 // or nothing (a job an outcome releases is claimable by a claim whose Now
-// is not before the outcome's). Where every write takes one lock (SQLite), a worker whose
-// slot frees as its job ends then pays one write transaction per job
-// instead of two; the engine sends its claims through the batch of
-// outcomes when the store is one.
+// is not before the outcome's). Where every write takes one lock
+// (SQLite), a worker whose slot frees as its job ends then pays one write
+// transaction per job instead of two; the engine sends its claims through
+// the batch of outcomes when the store is one. PostgreSQL is not one: its
+// writers overlap, and a joined claim would wait for the outcome
+// (docs/benchmarks.md).
 type FinishClaimer interface {
 	FinishAndClaim(ctx context.Context, fs []Finish, cs []ClaimParams) (applied []bool, claimed [][]*Job, err error)
 }

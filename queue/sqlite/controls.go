@@ -225,8 +225,9 @@ const perQueueMax = 16
 
 // freeCandidates reads up to p.Limit candidates from each queue the claim
 // may take from that is not steered: the named ones, or (every queue) those
-// that hold runnable jobs, as job_counts and this transaction's tally say. Each is read through its own
-// range of jobs_claim_queue, so a limited queue's backlog is never walked.
+// that hold runnable jobs, as job_counts and this transaction's tally say.
+// Each is read through its own range of jobs_claim_queue, so a limited
+// queue's backlog is never walked.
 func (s *Store) freeCandidates(ctx context.Context, tx *sql.Tx, p queue.ClaimParams, cs []queue.QueueControl, steered map[string]bool) ([]candidate, error) {
 	queues := p.Queues
 	if len(queues) == 0 {

@@ -34,3 +34,9 @@ func MigrateTo(path string, n int) error {
 
 // SchemaVersion reads a database's schema version as Open does.
 var SchemaVersion = schemaVersion
+
+// WriterPragma reads an integer PRAGMA on s's writer connection.
+func WriterPragma(s *Store, name string) (v int64, err error) {
+	err = s.writeDB.QueryRow("PRAGMA " + name).Scan(&v)
+	return v, err
+}

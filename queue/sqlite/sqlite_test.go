@@ -318,3 +318,14 @@ func TestWriteWaitsForAnotherProcessesLock(t *testing.T) {
 		t.Fatalf("max-retries = %q, %v after the write", kv["max-retries"], err)
 	}
 }
+
+// TestWriterReadsWithoutMemoryMap checks that the writer connection reads
+// pages with pread: with a memory map, every other process's commit makes
+// SQLite unmap and map the whole map again (docs/benchmarks.md, "The
+// writer reads without a memory map").
+func TestWriterReadsWithoutMemoryMap(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "queue.db")).(*sqlite.Store)
+	if n, err := sqlite.WriterPragma(s, "mmap_size"); err != nil || n != 0 {
+		t.Fatalf("writer's mmap_size = %d, %v; want 0", n, err)
+	}
+}
