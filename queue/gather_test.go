@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -68,5 +69,52 @@ func TestGatherFreeSlotsIsBounded(t *testing.T) {
 				t.Fatal("gathering did not end")
 			}
 		})
+	}
+}
+
+// TestGatherWaitsOnlyForJobsShorterThanClaims checks the lane's choice:
+// it waits for busy slots while its jobs take less time than its claims,
+// and refills each slot as it frees once they take longer; a lane that
+// has seen no job yet does not wait.
+func TestGatherWaitsOnlyForJobsShorterThanClaims(t *testing.T) {
+	var mu sync.Mutex
+	var p lanePace
+	if w := p.gatherWait(&mu); w != 0 {
+		t.Fatalf("before any sample: wait %v, want 0", w)
+	}
+	p.claimed(200 * time.Microsecond)
+	p.ran(10 * time.Microsecond)
+	if w := p.gatherWait(&mu); w != batchWait {
+		t.Fatalf("jobs of 10µs, claims of 200µs: wait %v, want %v", w, batchWait)
+	}
+	// Jobs grow to 2 ms: the average passes the claims' within a few.
+	for i := 0; i < 20; i++ {
+		p.ran(2 * time.Millisecond)
+	}
+	if w := p.gatherWait(&mu); w != 0 {
+		t.Fatalf("jobs of 2ms, claims of 200µs: wait %v, want 0", w)
+	}
+	// Claims slow down past the jobs (a distant database): waiting pays again.
+	for i := 0; i < 40; i++ {
+		p.claimed(5 * time.Millisecond)
+	}
+	if w := p.gatherWait(&mu); w != batchWait {
+		t.Fatalf("jobs of 2ms, claims of 5ms: wait %v, want %v", w, batchWait)
+	}
+}
+
+// TestGatherWithoutWaitReturnsWithSlotsBusy checks that a lane told not to
+// wait claims for its free slots at once, busy ones or not.
+func TestGatherWithoutWaitReturnsWithSlotsBusy(t *testing.T) {
+	freed := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		gatherFreeSlots(context.Background(), 0, freed, func() int { return 1 })
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("gathering with no wait did not return while a slot was busy")
 	}
 }

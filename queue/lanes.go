@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,6 +67,7 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	failures := 0
+	var pace lanePace
 	for {
 		if ctx.Err() != nil {
 			return
@@ -86,13 +88,17 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 				log.Error().Err(err).Dur("retry_in", wait).Msg("claim jobs")
 			default:
 				failures = 0
+				pace.claimed(time.Since(sent))
 				for _, j := range jobs {
 					mu.Lock()
 					busy++
 					mu.Unlock()
+					launched := time.Now()
 					s.launch(j, sent, func() {
+						ran := time.Since(launched)
 						mu.Lock()
 						busy--
+						pace.ran(ran)
 						if busy == 0 {
 							due.set() // and the poke below makes the lane claim
 						}
@@ -102,7 +108,7 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 				}
 				if len(jobs) == free {
 					// Look again once the slots just filled free up.
-					gatherFreeSlots(ctx, batchWait, freed, busyNow)
+					gatherFreeSlots(ctx, pace.gatherWait(&mu), freed, busyNow)
 					continue
 				}
 				wait = s.untilNextRun(ctx, l, claimedAt)
@@ -113,7 +119,7 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 		case <-ctx.Done():
 			return
 		case <-freed:
-			gatherFreeSlots(ctx, batchWait, freed, busyNow)
+			gatherFreeSlots(ctx, pace.gatherWait(&mu), freed, busyNow)
 		case <-wake:
 		case <-timer.C:
 		}
@@ -159,6 +165,58 @@ func (d *dueFlag) stop() {
 // it claims, so that one claim serves several slots.
 const batchWait = time.Millisecond
 
+// gatherYields is how many times a lane lets other goroutines run before
+// it claims while some of its slots are busy: jobs that ended together
+// free their slots in that time, at a cost of microseconds.
+const gatherYields = 3
+
+// lanePace is what a lane has seen of its claims and jobs: moving averages
+// of how long a claim took, from sending it to its reply, and how long a
+// job held its slot. It decides whether waiting for busy slots pays (see
+// gatherWait). The claim loop owns claim; ran is guarded by the lane's
+// mutex.
+type lanePace struct {
+	claim, run time.Duration
+}
+
+// paceShift sets the weight of a new sample in the averages: 1/8.
+const paceShift = 3
+
+func (p *lanePace) claimed(d time.Duration) { average(&p.claim, d) }
+
+// ran notes one job's time in its slot; the caller holds the lane's mutex.
+func (p *lanePace) ran(d time.Duration) { average(&p.run, d) }
+
+// average moves the moving average *avg towards d; the first sample sets it.
+func average(avg *time.Duration, d time.Duration) {
+	if *avg == 0 {
+		*avg = d
+		return
+	}
+	*avg += (d - *avg) >> paceShift
+}
+
+// gatherWait is how long a lane with busy slots waits for them before it
+// claims: batchWait when its jobs take less time than its claims, so that
+// the slots about to free are worth a claim's wait, and none otherwise.
+// Jobs that end faster than a claim completes (no-op jobs, or jobs far
+// shorter than a PostgreSQL round trip) free their slots in bursts, and
+// one claim for all of them costs less than one each. Jobs that take
+// longer than a claim would leave a freed slot idle: on SQLite, with
+// `sh -c true` jobs on two slots of one process, waiting for the other
+// slot ran the two in step, each claim idling a core, and refilling each
+// slot as it freed raised the rate 1.2 × (docs/benchmarks.md, "A slot
+// waits for the others only when jobs are shorter than claims").
+func (p *lanePace) gatherWait(mu *sync.Mutex) time.Duration {
+	mu.Lock()
+	run := p.run
+	mu.Unlock()
+	if run < p.claim {
+		return batchWait
+	}
+	return 0
+}
+
 // gatherFreeSlots waits, at most wait, until none of the lane's slots is
 // busy, so that slots freed in a burst are refilled by one claim instead of
 // one claim each. A lane calls it when a slot frees and right after a claim
@@ -167,11 +225,18 @@ const batchWait = time.Millisecond
 // once took only those (with no-op jobs on PostgreSQL, 8 slots, three
 // rounds of BenchmarkEngineNoop: 7.9 jobs per claim instead of 5.0, 1.2 ×
 // the rate). Waiting for every slot rather than half of them: 4.9 jobs per
-// claim instead of 4.0 and 1.2 × the rate. The price is at most wait more
-// before a partly busy lane's free slots take jobs. An idle lane (every
-// slot free) never waits.
+// claim instead of 4.0 and 1.2 × the rate. It first yields gatherYields
+// times, which costs microseconds; with wait 0 it returns then. The price
+// of a wait is at most wait more before a partly busy lane's free slots
+// take jobs. An idle lane (every slot free) never waits.
 func gatherFreeSlots(ctx context.Context, wait time.Duration, freed chan struct{}, busy func() int) {
-	if busy() == 0 {
+	for range gatherYields {
+		if busy() == 0 {
+			return
+		}
+		runtime.Gosched()
+	}
+	if wait <= 0 || busy() == 0 {
 		return
 	}
 	t := time.NewTimer(wait)
