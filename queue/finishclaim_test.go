@@ -18,9 +18,26 @@ import (
 type mergingStore struct {
 	*sqlite.Store
 	mu         sync.Mutex
-	merged     int // FinishAndClaim calls with outcomes and claims that reached the store
-	failMerged int // how many more such calls fail before reaching it
-	finishes   int // FinishJobs calls
+	merged     int             // FinishAndClaim calls with outcomes and claims that reached the store
+	failMerged int             // how many more such calls fail before reaching it
+	finishes   int             // FinishJobs calls
+	failedAt   time.Time       // when the last injected failure was returned
+	claimGaps  []time.Duration // from each injected failure to the next claim that reached the store
+}
+
+// claimed notes a claim reaching the store; the caller holds m.mu.
+func (m *mergingStore) claimed() {
+	if !m.failedAt.IsZero() {
+		m.claimGaps = append(m.claimGaps, time.Since(m.failedAt))
+		m.failedAt = time.Time{}
+	}
+}
+
+func (m *mergingStore) ClaimJobs(ctx context.Context, p queue.ClaimParams) ([]*queue.Job, error) {
+	m.mu.Lock()
+	m.claimed()
+	m.mu.Unlock()
+	return m.Store.ClaimJobs(ctx, p)
 }
 
 func (m *mergingStore) FinishAndClaim(ctx context.Context, fs []queue.Finish, cs []queue.ClaimParams) ([]bool, [][]*queue.Job, error) {
@@ -28,10 +45,14 @@ func (m *mergingStore) FinishAndClaim(ctx context.Context, fs []queue.Finish, cs
 	if len(fs) > 0 && len(cs) > 0 {
 		if m.failMerged > 0 {
 			m.failMerged--
+			m.failedAt = time.Now()
 			m.mu.Unlock()
 			return nil, nil, errors.New("injected: database is locked")
 		}
 		m.merged++
+	}
+	if len(cs) > 0 {
+		m.claimed()
 	}
 	m.mu.Unlock()
 	return m.Store.FinishAndClaim(ctx, fs, cs)
@@ -101,5 +122,26 @@ func TestEngineOutcomesOutliveAFailedMergedWrite(t *testing.T) {
 	}
 	if m.finishes == 0 {
 		t.Fatal("no outcome was written on its own after the merged writes failed")
+	}
+}
+
+// A claim the store failed backs off (100 ms after a first failure) even
+// though the slot that freed before it left a wake-up behind: retrying at
+// once would hammer a failing store, and here it also left the finisher
+// busy with the outcomes each time the lane claimed, so that no outcome
+// was ever written with a claim again.
+func TestEngineBacksOffAfterAFailedClaim(t *testing.T) {
+	st, _ := openStore(t)
+	m := &mergingStore{Store: st, failMerged: 3}
+	runAll(t, m, 10)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.claimGaps) != 3 {
+		t.Fatalf("%d claims followed the 3 injected failures, want 3", len(m.claimGaps))
+	}
+	for i, gap := range m.claimGaps {
+		if gap < 100*time.Millisecond {
+			t.Errorf("claim %d after a failure came %v after it, want the 100ms back-off", i+1, gap)
+		}
 	}
 }

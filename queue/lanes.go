@@ -115,6 +115,16 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 			}
 		}
 		resetTimer(timer, wait)
+		if failures > 0 {
+			// The store failed the claim: back off in full. A freed slot
+			// or a wake-up does not make it answer sooner.
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return
