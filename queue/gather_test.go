@@ -39,8 +39,8 @@ func TestGatherFreeSlotsWaitsForEverySlot(t *testing.T) {
 }
 
 // TestGatherFreeSlotsIsBounded checks that gathering ends at its bound
-// with slots still busy, at once for an idle lane, and when its context
-// ends.
+// with slots still busy, after its yields when told not to wait, at once
+// for an idle lane, and when its context ends.
 func TestGatherFreeSlotsIsBounded(t *testing.T) {
 	freed := make(chan struct{})
 	for _, c := range []struct {
@@ -50,6 +50,7 @@ func TestGatherFreeSlotsIsBounded(t *testing.T) {
 		ctx  func() context.Context
 	}{
 		{"bound", 20 * time.Millisecond, 2, context.Background},
+		{"no wait", 0, 2, context.Background},
 		{"idle lane", time.Hour, 0, context.Background},
 		{"context ended", time.Hour, 2, func() context.Context {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -75,7 +76,7 @@ func TestGatherFreeSlotsIsBounded(t *testing.T) {
 // TestGatherWaitsOnlyForJobsShorterThanClaims checks the lane's choice:
 // it waits for busy slots while its jobs take less time than its claims,
 // and refills each slot as it frees once they take longer; a lane that
-// has seen no job yet does not wait.
+// has seen neither a claim nor a job does not wait.
 func TestGatherWaitsOnlyForJobsShorterThanClaims(t *testing.T) {
 	var mu sync.Mutex
 	var p lanePace
@@ -100,21 +101,5 @@ func TestGatherWaitsOnlyForJobsShorterThanClaims(t *testing.T) {
 	}
 	if w := p.gatherWait(&mu); w != batchWait {
 		t.Fatalf("jobs of 2ms, claims of 5ms: wait %v, want %v", w, batchWait)
-	}
-}
-
-// TestGatherWithoutWaitReturnsWithSlotsBusy checks that a lane told not to
-// wait claims for its free slots at once, busy ones or not.
-func TestGatherWithoutWaitReturnsWithSlotsBusy(t *testing.T) {
-	freed := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		gatherFreeSlots(context.Background(), 0, freed, func() int { return 1 })
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("gathering with no wait did not return while a slot was busy")
 	}
 }

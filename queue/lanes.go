@@ -182,9 +182,11 @@ const gatherYields = 3
 
 // lanePace is what a lane has seen of its claims and jobs: moving averages
 // of how long a claim took, from sending it to its reply, and how long a
-// job held its slot. It decides whether waiting for busy slots pays (see
-// gatherWait). The claim loop owns claim; ran is guarded by the lane's
-// mutex.
+// job held its slot, from its launch to the release of its slot (which
+// includes handing its outcome to the finisher, so back-pressure from the
+// store counts as run time). It decides whether waiting for busy slots
+// pays (see gatherWait). The claim loop owns claim; run is guarded by the
+// lane's mutex.
 type lanePace struct {
 	claim, run time.Duration
 }
@@ -215,7 +217,7 @@ func average(avg *time.Duration, d time.Duration) {
 // longer than a claim would leave a freed slot idle: on SQLite, with
 // `sh -c true` jobs on two slots of one process, waiting for the other
 // slot ran the two in step, each claim idling a core, and refilling each
-// slot as it freed raised the rate 1.2 × (docs/benchmarks.md, "A slot
+// slot as it freed raised the rate 1.08–1.18 × (docs/benchmarks.md, "A slot
 // waits for the others only when jobs are shorter than claims").
 func (p *lanePace) gatherWait(mu *sync.Mutex) time.Duration {
 	mu.Lock()
