@@ -115,22 +115,18 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 			}
 		}
 		resetTimer(timer, wait)
+		freedNow, wakeNow := freed, wake
 		if failures > 0 {
 			// The store failed the claim: back off in full. A freed slot
 			// or a wake-up does not make it answer sooner.
-			select {
-			case <-ctx.Done():
-				return
-			case <-timer.C:
-			}
-			continue
+			freedNow, wakeNow = nil, nil
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-freed:
+		case <-freedNow:
 			gatherFreeSlots(ctx, pace.gatherWait(&mu), freed, busyNow)
-		case <-wake:
+		case <-wakeNow:
 		case <-timer.C:
 		}
 	}
@@ -182,9 +178,10 @@ const gatherYields = 3
 
 // lanePace is what a lane has seen of its claims and jobs: moving averages
 // of how long a claim took, from sending it to its reply, and how long a
-// job held its slot, from its launch to the release of its slot (which
-// includes handing its outcome to the finisher, so back-pressure from the
-// store counts as run time). It decides whether waiting for busy slots
+// job held its slot, from its launch to the release of its slot: the end
+// of its command, or the recording of its outcome when the job has hooks
+// or the worker's outcomes already wait at their bound (so back-pressure
+// from the store counts as run time). It decides whether waiting for busy slots
 // pays (see gatherWait). The claim loop owns claim; run is guarded by the
 // lane's mutex.
 type lanePace struct {
