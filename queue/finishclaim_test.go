@@ -19,6 +19,8 @@ type mergingStore struct {
 	*sqlite.Store
 	mu         sync.Mutex
 	merged     int             // FinishAndClaim calls with outcomes and claims that reached the store
+	withClaim  int             // outcomes in those calls
+	alone      int             // outcomes in FinishJobs calls
 	failMerged int             // how many more such calls fail before reaching it
 	finishes   int             // FinishJobs calls
 	failedAt   time.Time       // when the last injected failure was returned
@@ -50,6 +52,7 @@ func (m *mergingStore) FinishAndClaim(ctx context.Context, fs []queue.Finish, cs
 			return nil, nil, errors.New("injected: database is locked")
 		}
 		m.merged++
+		m.withClaim += len(fs)
 	}
 	if len(cs) > 0 {
 		m.claimed()
@@ -61,6 +64,7 @@ func (m *mergingStore) FinishAndClaim(ctx context.Context, fs []queue.Finish, cs
 func (m *mergingStore) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bool, error) {
 	m.mu.Lock()
 	m.finishes++
+	m.alone += len(fs)
 	m.mu.Unlock()
 	return m.Store.FinishJobs(ctx, fs)
 }
@@ -75,15 +79,24 @@ func (m *mergingStore) counts() (merged, finishes int) {
 // nothing, and waits until every one has completed in one attempt.
 func runAll(t *testing.T, st queue.Store, n int) {
 	t.Helper()
+	runAllFor(t, st, n, 1, 0)
+}
+
+// runAllFor is runAll on an engine of slots slots whose jobs each take d.
+func runAllFor(t *testing.T, st queue.Store, n, slots int, d time.Duration) {
+	t.Helper()
 	now := time.Now().UTC()
 	for i := range n {
 		enqueue(t, st, queue.NewJob{ID: fmt.Sprintf("j%02d", i)}, now)
 	}
-	noop := queue.RunnerFunc(func(ctx context.Context, spec queue.RunSpec) queue.RunResult {
-		at := time.Now().UTC()
-		return queue.RunResult{ExitCode: 0, Started: at, Finished: at}
+	run := queue.RunnerFunc(func(ctx context.Context, spec queue.RunSpec) queue.RunResult {
+		start := time.Now().UTC()
+		if d > 0 {
+			time.Sleep(d) // the job's own run time, which the test is about
+		}
+		return queue.RunResult{ExitCode: 0, Started: start, Finished: time.Now().UTC()}
 	})
-	startEngine(t, st, noop, queue.EngineConfig{Lanes: []queue.Lane{{Slots: 1}}, Poll: time.Second})
+	startEngine(t, st, run, queue.EngineConfig{Lanes: []queue.Lane{{Slots: slots}}, Poll: time.Second})
 	waitFor(t, "every job to complete", func() bool {
 		jobs, err := st.ListJobs(testCtx(t), queue.ListParams{States: []queue.State{queue.StateCompleted}, Limit: n})
 		return err == nil && len(jobs) == n
@@ -105,6 +118,23 @@ func TestEngineClaimsInItsOutcomesTransaction(t *testing.T) {
 	runAll(t, m, n)
 	if merged, finishes := m.counts(); merged < n/2 {
 		t.Fatalf("%d of %d outcomes were written with a claim (%d on their own), want at least half", merged, n, finishes)
+	}
+}
+
+// On a lane of two slots whose jobs take longer than its claims, the
+// slots free one at a time and the lane refills each at once, with the
+// other still busy: that claim is due too, and joins the freeing job's
+// outcome, so most outcomes are written with a claim rather than alone.
+func TestEngineClaimsInItsOutcomesTransactionWithBusySlots(t *testing.T) {
+	st, _ := openStore(t)
+	m := &mergingStore{Store: st}
+	const n = 40
+	runAllFor(t, m, n, 2, 5*time.Millisecond)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t.Logf("outcomes written with a claim: %d, alone: %d", m.withClaim, m.alone)
+	if m.withClaim < 3*n/4 {
+		t.Fatalf("%d of %d outcomes were written with a claim (%d on their own), want at least three quarters", m.withClaim, n, m.alone)
 	}
 }
 
