@@ -207,6 +207,31 @@ func TestEnvAndDir(t *testing.T) {
 	}
 }
 
+// Every command reads the null device on its stdin: at end of input at
+// once, whether it runs alone, beside others or after one that closed its
+// own stdin (the executor opens the device once and shares it).
+func TestStdinIsTheNullDevice(t *testing.T) {
+	e := New(Config{})
+	script := `readlink /proc/self/fd/0; if read -r line; then echo "read $line"; else echo eof; fi`
+	check := func(res Result) {
+		t.Helper()
+		if got, want := string(res.Output), "/dev/null\neof\n"; got != want || res.ExitCode != 0 {
+			t.Fatalf("output %q exit %d, want %q", got, res.ExitCode, want)
+		}
+	}
+	check(e.Run(context.Background(), Command{Script: script}))
+	if res := e.Run(context.Background(), Command{Script: `exec 0<&-; cat 2>/dev/null; echo closed`}); string(res.Output) != "closed\n" {
+		t.Fatalf("closing its stdin: output %q", res.Output)
+	}
+	results := make(chan Result, 4)
+	for range cap(results) {
+		go func() { results <- e.Run(context.Background(), Command{Script: script}) }()
+	}
+	for range cap(results) {
+		check(<-results)
+	}
+}
+
 func TestStartErrors(t *testing.T) {
 	called := false
 	res := New(Config{Shell: []string{"/nonexistent/queuectl-shell", "-c"}}).Run(context.Background(),
