@@ -14,11 +14,11 @@ import (
 // divides the number of transactions by up to maxFinishBatch.
 //
 // When the store is a FinishClaimer the lanes' claims join the batches
-// too. A lane claims at once when its last busy slot frees, or any slot
-// when its jobs outlast its claims, and the job that freed it sends its
-// outcome at the same moment: the batch waits (at most claimWait) for a
-// claim a lane has due, so that a worker whose jobs end one at a time
-// writes once per job instead of twice.
+// too. A lane claims at once when a slot frees that it refills at once
+// (its last busy slot, or any slot when its jobs outlast its claims), and
+// the job that freed it sends its outcome at the same moment: the batch
+// waits (at most claimWait) for a claim a lane has due, so that a worker
+// whose jobs end one at a time writes once per job instead of twice.
 type finisher struct {
 	store Store
 	both  FinishClaimer // the store, when it is one; else nil
