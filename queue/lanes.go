@@ -138,9 +138,9 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 // refills as soon as it runs (its last busy slot, or any slot of a lane
 // whose jobs outlast its claims, see lanePace). The job that freed the
 // slot sends its outcome at the same moment, and the finisher's batch
-// waits for the claim to join it (see finisher). count counts the lanes marked. Once
-// its lane has stopped claiming the flag stays down: jobs still running
-// free their slots, but no claim follows.
+// waits for the claim to join it (see finisher). count counts the lanes
+// marked. Once its lane has stopped claiming the flag stays down: jobs
+// still running free their slots, but no claim follows.
 type dueFlag struct {
 	state atomic.Int32 // dueIdle, dueSet or dueStopped
 	count *atomic.Int32
