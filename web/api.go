@@ -257,7 +257,9 @@ func (s *Server) apiEnqueue(_ http.ResponseWriter, r *http.Request) (any, error)
 }
 
 // enqueue parses one job's JSON and enqueues it with the queue's settings:
-// the API and the dashboard's form share it.
+// the API and the dashboard's form share it. Requests that arrive while
+// another's jobs are being stored are stored together, in one transaction
+// (queue.CoalesceInserts).
 func (s *Server) enqueue(r *http.Request, body []byte) ([]*queue.Job, error) {
 	now := s.now()
 	n, err := view.ParseJobJSON(body, now)
@@ -268,7 +270,7 @@ func (s *Server) enqueue(r *http.Request, body []byte) ([]*queue.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	added, err := queue.Enqueue(r.Context(), s.cfg.Store, overrides, []queue.NewJob{n}, now)
+	added, err := queue.Enqueue(r.Context(), s.inserts, overrides, []queue.NewJob{n}, now)
 	if err != nil {
 		return nil, fieldOf(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -357,5 +358,45 @@ func TestOutputsOfARetriedDeadJob(t *testing.T) {
 		if e := errCode(t, h.must(req{path: "/api/v1/jobs/twice/output?" + query, token: viewerToken}, http.StatusBadRequest)); e.Field != "nth" {
 			t.Errorf("output?%s: field %q, want nth", query, e.Field)
 		}
+	}
+}
+
+// TestConcurrentEnqueues: requests enqueueing at once are stored together
+// (queue.CoalesceInserts) yet answered one by one: each gets its own job or
+// its own error, as if they had come in turn.
+func TestConcurrentEnqueues(t *testing.T) {
+	for _, sk := range stores() {
+		t.Run(sk.name, func(t *testing.T) {
+			h := newHarness(t, sk.open(t), adminToken, viewerToken)
+			const n = 40
+			bodies := make([]string, n)
+			for i := range n - 2 {
+				bodies[i] = fmt.Sprintf(`{"id":"j%d","command":"true"}`, i)
+			}
+			bodies[n-2], bodies[n-1] = `{"id":"same","command":"true"}`, `{"id":"same","command":"false"}`
+			codes := make([]int, n)
+			var wg sync.WaitGroup
+			for i, body := range bodies {
+				wg.Go(func() {
+					codes[i] = h.do(req{method: "POST", path: "/api/v1/jobs", body: body, token: adminToken}).Code
+				})
+			}
+			wg.Wait()
+			for i, c := range codes[:n-2] {
+				if c != http.StatusCreated {
+					t.Errorf("request %d: status %d", i, c)
+				}
+			}
+			if a, b := codes[n-2], codes[n-1]; !(a == http.StatusCreated && b == http.StatusConflict || a == http.StatusConflict && b == http.StatusCreated) {
+				t.Errorf("two requests for one id: statuses %d and %d, want one 201 and one 409", a, b)
+			}
+			jobs, err := h.store.ListJobs(context.Background(), queue.ListParams{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(jobs) != n-1 {
+				t.Fatalf("%d jobs stored, want %d", len(jobs), n-1)
+			}
+		})
 	}
 }

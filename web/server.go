@@ -49,6 +49,7 @@ type Config struct {
 type Server struct {
 	cfg     Config
 	now     func() time.Time
+	inserts queue.Store // cfg.Store with concurrent enqueues stored together
 	auth    *authenticator
 	pages   *pages
 	handler http.Handler
@@ -59,7 +60,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("web: no store")
 	}
-	s := &Server{cfg: cfg, now: cfg.Now}
+	s := &Server{cfg: cfg, now: cfg.Now, inserts: queue.CoalesceInserts(cfg.Store)}
 	if s.now == nil {
 		s.now = func() time.Time { return time.Now().UTC() }
 	}

@@ -85,6 +85,10 @@ func Run(t *testing.T, newDB NewDB) {
 		{"DependencyCascade", testDependencyCascade},
 		{"DependencyRace", testDependencyRace},
 		{"UniqueTemplate", testUniqueTemplate},
+		{"CoalescedInserts", testCoalescedInserts},
+		{"CoalescedFailureIsolated", testCoalescedFailureIsolated},
+		{"CoalescedConcurrent", testCoalescedConcurrent},
+		{"CoalescedCancelled", testCoalescedCancelled},
 	}
 	tests = append(tests, controlTests()...)
 	for _, tc := range tests {
