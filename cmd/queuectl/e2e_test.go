@@ -730,6 +730,34 @@ func TestE2EBenchQuick(t *testing.T) {
 	}
 }
 
+// The enqueue-http scenario drives a real `queuectl serve` with real
+// workers: every request must succeed and every figure be measured.
+func TestE2EBenchEnqueueHTTP(t *testing.T) {
+	c := newCLI(t)
+	out := c.ok("bench", "--quick", "--only", "enqueue-http", "--json")
+	var results []struct {
+		Scenario string  `json:"scenario"`
+		Name     string  `json:"name"`
+		Unit     string  `json:"unit"`
+		Value    float64 `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(out), &results); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, out)
+	}
+	if len(results) != 8 {
+		t.Fatalf("%d figures, want 8: %s", len(results), out)
+	}
+	for _, r := range results {
+		if r.Scenario != "enqueue-http" {
+			t.Errorf("figure of scenario %q", r.Scenario)
+		}
+		failed := strings.HasPrefix(r.Name, "requests that failed")
+		if failed && r.Value != 0 || !failed && r.Value <= 0 {
+			t.Errorf("%s: %v %s", r.Name, r.Value, r.Unit)
+		}
+	}
+}
+
 // Workers of another host can only be asked through the store; --all-hosts
 // does that and waits until they have unregistered.
 func TestE2EWorkerStopAllHosts(t *testing.T) {

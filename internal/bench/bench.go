@@ -48,9 +48,9 @@ type Config struct {
 	ScaleFinished  int           // finished jobs in the large table
 	ScalePending   int           // pending jobs in the large table
 	RateFor        time.Duration // how long the ratelimit scenario counts starts
-	LoadWorkers    int           // worker processes of the enqueue-load scenario
-	LoadEnqueuers  int           // concurrent `queuectl enqueue` loops of enqueue-load
-	LoadFor        time.Duration // how long enqueue-load runs its enqueuers
+	LoadWorkers    int           // worker processes of the enqueue-load and enqueue-http scenarios
+	LoadEnqueuers  int           // concurrent `queuectl enqueue` loops of enqueue-load, HTTP clients of enqueue-http
+	LoadFor        time.Duration // how long enqueue-load and enqueue-http run their enqueuers
 	Only           []string      // run only these scenarios (names); empty = all
 	Progress       io.Writer     // progress lines; nil = none
 }
@@ -131,6 +131,7 @@ var scenarios = []scenario{
 	{"limits", (*runner).limits},
 	{"ratelimit", (*runner).ratelimit},
 	{"enqueue-load", (*runner).enqueueLoad},
+	{"enqueue-http", (*runner).enqueueHTTP},
 }
 
 // Scenarios lists the scenario names in the order they run.

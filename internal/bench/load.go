@@ -33,28 +33,12 @@ const loadRatePerWorker = 150
 // fail count with the time they took; each call's wait for the write lock
 // comes from its own debug log line.
 func (b *runner) enqueueLoad(ctx context.Context) ([]Result, error) {
-	dsn, st, done, err := b.scratch(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	backlog := int(float64(b.cfg.LoadWorkers*loadRatePerWorker) * b.cfg.LoadFor.Seconds())
-	if err := AddJobs(ctx, st, backlog, "true"); err != nil {
-		return nil, err
-	}
-	if _, err := b.startWorkers(ctx, dsn, b.cfg.LoadWorkers); err != nil {
-		return nil, err
-	}
-	defer b.stopWorkers(dsn)
-	before, err := completed(ctx, st)
-	if err != nil {
-		return nil, err
-	}
 	b.progress("enqueue-load: %d workers, %d enqueuers for %s", b.cfg.LoadWorkers, b.cfg.LoadEnqueuers, b.cfg.LoadFor)
-	start := time.Now()
-	calls, waits, failures, base := b.loadCalls(ctx, dsn, start.Add(b.cfg.LoadFor))
-	elapsed := time.Since(start)
-	after, err := completed(ctx, st)
+	var calls, waits, base []float64
+	var failures []error
+	workersRate, err := b.underLoad(ctx, nil, func(dsn string) {
+		calls, waits, failures, base = b.loadCalls(ctx, dsn, time.Now().Add(b.cfg.LoadFor))
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -77,13 +61,53 @@ func (b *runner) enqueueLoad(ctx context.Context) ([]Result, error) {
 		result("enqueue-load", "one queuectl enqueue call's wait for the write lock p50", "ms", []float64{percentile(waits, 0.5)}, "", 0, "lower"),
 		result("enqueue-load", "one queuectl enqueue call's wait for the write lock p99", "ms", []float64{percentile(waits, 0.99)}, "", 0, "lower"),
 		result("enqueue-load", "one queuectl enqueue call's wait for the write lock max", "ms", []float64{last(waits)}, "", 0, "lower"),
-		result("enqueue-load", "jobs the workers completed meanwhile", "jobs/s", []float64{float64(after-before) / elapsed.Seconds()}, "", 0, "higher"),
+		result("enqueue-load", "jobs the workers completed meanwhile", "jobs/s", []float64{workersRate}, "", 0, "higher"),
 		result("enqueue-load", "enqueue calls that failed", "calls", []float64{float64(len(failures))}, "", 0, "lower"),
 	}
 	if len(failures) > 0 {
 		out[len(out)-1].Note = "first: " + first(failures).Error()
 	}
 	return out, nil
+}
+
+// underLoad runs measure while LoadWorkers worker processes drain a
+// backlog of `true` jobs from a scratch database, and returns how many
+// jobs per second the workers completed meanwhile. prepare, when not nil,
+// runs on the database before the workers start, and the cleanup it
+// returns once they have stopped.
+func (b *runner) underLoad(ctx context.Context, prepare func(dsn string) (func(), error), measure func(dsn string)) (float64, error) {
+	dsn, st, done, err := b.scratch(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	backlog := int(float64(b.cfg.LoadWorkers*loadRatePerWorker) * b.cfg.LoadFor.Seconds())
+	if err := AddJobs(ctx, st, backlog, "true"); err != nil {
+		return 0, err
+	}
+	if prepare != nil {
+		cleanup, err := prepare(dsn)
+		if err != nil {
+			return 0, err
+		}
+		defer cleanup()
+	}
+	if _, err := b.startWorkers(ctx, dsn, b.cfg.LoadWorkers); err != nil {
+		return 0, err
+	}
+	defer b.stopWorkers(dsn)
+	before, err := completed(ctx, st)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	measure(dsn)
+	elapsed := time.Since(start)
+	after, err := completed(ctx, st)
+	if err != nil {
+		return 0, err
+	}
+	return float64(after-before) / elapsed.Seconds(), nil
 }
 
 // loadCalls runs the enqueuers and the baseline loop until deadline and
