@@ -132,3 +132,21 @@ func TestAttemptsReadOneJob(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduledCountReadsRanges checks that counting the scheduled jobs
+// reads, for each queue with pending jobs, the range of
+// jobs_pending_run_at past now, never the whole index.
+func TestScheduledCountReadsRanges(t *testing.T) {
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "q.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p := queryPlan(t, s, countScheduled, 1)
+	if w := regexp.MustCompile(`SEARCH jobs USING (COVERING )?INDEX jobs_pending_run_at \(queue=\? AND run_at>\?\)`); !w.MatchString(p) {
+		t.Errorf("plan %q lacks %q", p, w)
+	}
+	if strings.Contains(p, "SCAN jobs") {
+		t.Errorf("plan %q scans jobs", p)
+	}
+}

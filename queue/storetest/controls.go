@@ -20,7 +20,44 @@ func controlTests() []suiteCase {
 		{"RateLimitWindow", testRateLimitWindow},
 		{"LimitedQueuesKeepClaimOrder", testLimitedClaimOrder},
 		{"JobEventsAcrossHandles", testJobEvents},
+		{"CountScheduled", testCountScheduled},
 	}
+}
+
+// testCountScheduled: the scheduled jobs of a queue are its pending jobs
+// whose run time is still ahead; due jobs and failed ones waiting for a
+// retry are not among them, and a queue with none is left out.
+func testCountScheduled(t *testing.T, open Opener) {
+	s := open(t)
+	at := func(q string, d time.Duration) func(n *queue.NewJob) {
+		return func(n *queue.NewJob) { n.Queue, n.RunAt = q, t0.Add(d) }
+	}
+	insert(t, s, job(t, "a1", at("a", time.Hour)), job(t, "a2", at("a", 2*time.Hour)), job(t, "a3", at("a", 0)),
+		job(t, "b1", at("b", 0)), job(t, "c1", at("c", time.Hour)), job(t, "d1", at("d", -time.Minute)),
+		job(t, "e1", func(n *queue.NewJob) { n.Queue, n.MaxRetries = "e", ptr(3) }))
+	e := claim(t, s, "w", 1, t0, "e")
+	finish(t, s, e[0], "w", failed(t0), t0)
+	if got := get(t, s, "e1"); got.State != queue.StateFailed || !got.RunAt.After(t0) {
+		t.Fatalf("e1 should wait for its retry: %s at %v", got.State, got.RunAt)
+	}
+	check := func(now time.Time, want map[string]int) {
+		t.Helper()
+		got, err := s.CountScheduled(ctx(t), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("at %v: scheduled %v, want %v", now.Sub(t0), got, want)
+		}
+		for q, n := range want {
+			if got[q] != n {
+				t.Fatalf("at %v: scheduled %v, want %v", now.Sub(t0), got, want)
+			}
+		}
+	}
+	check(t0, map[string]int{"a": 2, "c": 1})
+	check(t0.Add(90*time.Minute), map[string]int{"a": 1})
+	check(t0.Add(3*time.Hour), map[string]int{})
 }
 
 func update(t *testing.T, s queue.Store, u queue.ControlUpdate) {
