@@ -361,9 +361,10 @@ func TestOutputsOfARetriedDeadJob(t *testing.T) {
 	}
 }
 
-// TestConcurrentEnqueues: requests enqueueing at once are stored together
-// (queue.CoalesceInserts) yet answered one by one: each gets its own job or
-// its own error, as if they had come in turn.
+// TestConcurrentEnqueues: requests enqueueing at once, which the server
+// may store together (queue.CoalesceInserts), are answered one by one:
+// each gets its own job or its own error, as if they had come in turn.
+// (The conformance suite checks the grouping itself.)
 func TestConcurrentEnqueues(t *testing.T) {
 	for _, sk := range stores() {
 		t.Run(sk.name, func(t *testing.T) {

@@ -21,6 +21,7 @@ type gatedStore struct {
 	once    sync.Once
 	mu      sync.Mutex
 	calls   []int
+	fail    error // returned, storing nothing, by calls of more than one job
 }
 
 func newGatedStore(s queue.Store) *gatedStore {
@@ -35,6 +36,9 @@ func (g *gatedStore) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 		close(g.entered)
 		<-g.gate
 	})
+	if g.fail != nil && len(jobs) > 1 {
+		return g.fail
+	}
 	return g.Store.InsertJobs(ctx, jobs)
 }
 
@@ -79,10 +83,11 @@ func testCoalescedInserts(t *testing.T, open Opener) {
 	go func() { first <- c.InsertJobs(ctx(t), []*queue.Job{job(t, "first", nil)}) }()
 	<-g.entered
 	key := func(n *queue.NewJob) { n.UniqueKey = "nightly" }
+	d := job(t, "d", key)
 	wait := startInserts(t, c,
 		[]*queue.Job{job(t, "a", nil)},
 		[]*queue.Job{job(t, "b", key), job(t, "c", nil)},
-		[]*queue.Job{job(t, "d", key)},
+		[]*queue.Job{d},
 		[]*queue.Job{job(t, "e", func(n *queue.NewJob) { n.After = []string{"c"} })},
 	)
 	close(g.gate)
@@ -102,6 +107,9 @@ func testCoalescedInserts(t *testing.T, open Opener) {
 	}
 	if _, err := c.GetJob(ctx(t), "d"); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("d shares b's unique key and came after it, so it must not be stored: %v", err)
+	}
+	if d.ExistingID != "b" {
+		t.Fatalf("d's call must name the job holding its key, b; got %q", d.ExistingID)
 	}
 	if e := get(t, c, "e"); e.State != queue.StateWaiting {
 		t.Fatalf("e depends on c, stored before it in the same group: state %s, want waiting", e.State)
@@ -152,9 +160,33 @@ func testCoalescedFailureIsolated(t *testing.T, open Opener) {
 	}
 }
 
+// testCoalescedStoreFailure: a group that fails for a reason no job
+// caused (the database) fails every call in it, without storing each
+// again alone.
+func testCoalescedStoreFailure(t *testing.T, open Opener) {
+	g := newGatedStore(open(t))
+	g.fail = errors.New("disk I/O error")
+	c := queue.CoalesceInserts(g)
+	first := make(chan error, 1)
+	go func() { first <- c.InsertJobs(ctx(t), []*queue.Job{job(t, "first", nil)}) }()
+	<-g.entered
+	wait := startInserts(t, c, []*queue.Job{job(t, "a", nil)}, []*queue.Job{job(t, "b", nil)})
+	close(g.gate)
+	if err := <-first; err != nil {
+		t.Fatalf("first call: %v", err)
+	}
+	for i, err := range wait() {
+		if !errors.Is(err, g.fail) {
+			t.Fatalf("call %d: want the group's error, got %v", i+1, err)
+		}
+	}
+	if got := g.callSizes(); !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("store calls carried %v jobs, want [1 2]: no call stored again alone", got)
+	}
+}
+
 // testCoalescedConcurrent: many goroutines enqueueing at once through one
-// coalescer all get their jobs stored, once each, and no call is left
-// waiting.
+// coalescer all get their jobs stored, once each.
 func testCoalescedConcurrent(t *testing.T, open Opener) {
 	const goroutines, each = 16, 25
 	g := newGatedStore(open(t))
@@ -194,18 +226,55 @@ func testCoalescedConcurrent(t *testing.T, open Opener) {
 	if stored != goroutines*each {
 		t.Fatalf("the store was asked for %d jobs, want %d: a group's jobs were sent twice or lost", stored, goroutines*each)
 	}
-	if c.Waiting() != 0 {
-		t.Fatalf("%d calls still wait", c.Waiting())
-	}
 }
 
-// testCoalescedCancelled: a call whose context has ended stores nothing.
+// testCoalescedCancelled: a call whose context ends while it waits for
+// its group leaves with the context's error and stores nothing, and the
+// calls around it are stored; a call already cancelled stores nothing.
 func testCoalescedCancelled(t *testing.T, open Opener) {
-	c := queue.CoalesceInserts(open(t))
+	g := newGatedStore(open(t))
+	c := queue.CoalesceInserts(g)
+	first := make(chan error, 1)
+	go func() { first <- c.InsertJobs(ctx(t), []*queue.Job{job(t, "first", nil)}) }()
+	<-g.entered
+	before := startInserts(t, c, []*queue.Job{job(t, "before", nil)})
 	cctx, cancel := context.WithCancel(ctx(t))
+	gone := make(chan error, 1)
+	go func() { gone <- c.InsertJobs(cctx, []*queue.Job{job(t, "gone", nil)}) }()
+	waitUntil(t, "the call to wait", func() bool { return c.Waiting() == 2 })
+	after := startInserts(t, c, []*queue.Job{job(t, "after", nil)})
 	cancel()
-	if err := c.InsertJobs(cctx, []*queue.Job{job(t, "late", nil)}); !errors.Is(err, context.Canceled) {
-		t.Fatalf("want context.Canceled, got %v", err)
+	select {
+	case err := <-gone:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("a call cancelled while waiting: want context.Canceled, got %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		close(g.gate)
+		t.Fatal("a call cancelled while waiting for its group kept waiting")
+	}
+	close(g.gate)
+	if err := <-first; err != nil {
+		t.Fatalf("first call: %v", err)
+	}
+	for _, wait := range []func() []error{before, after} {
+		if errs := wait(); errs[0] != nil {
+			t.Fatal(errs[0])
+		}
+	}
+	for _, id := range []string{"first", "before", "after"} {
+		get(t, c, id)
+	}
+	if _, err := c.GetJob(ctx(t), "gone"); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("gone: %v", err)
+	}
+	if got := g.callSizes(); !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("store calls carried %v jobs, want [1 2]", got)
+	}
+	dead, stop := context.WithCancel(ctx(t))
+	stop()
+	if err := c.InsertJobs(dead, []*queue.Job{job(t, "late", nil)}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("an already cancelled call: want context.Canceled, got %v", err)
 	}
 	if _, err := c.GetJob(ctx(t), "late"); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("late: %v", err)

@@ -87,6 +87,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"UniqueTemplate", testUniqueTemplate},
 		{"CoalescedInserts", testCoalescedInserts},
 		{"CoalescedFailureIsolated", testCoalescedFailureIsolated},
+		{"CoalescedStoreFailure", testCoalescedStoreFailure},
 		{"CoalescedConcurrent", testCoalescedConcurrent},
 		{"CoalescedCancelled", testCoalescedCancelled},
 	}
