@@ -48,6 +48,22 @@ func (g *gatedStore) callSizes() []int {
 	return append([]int(nil), g.calls...)
 }
 
+// holdFirst starts a call storing the job "first" on c and returns once
+// g holds it, so that the calls started next wait for a group; release
+// lets it through and checks that it was stored.
+func holdFirst(t *testing.T, c *queue.Coalescing, g *gatedStore) (release func()) {
+	first := make(chan error, 1)
+	go func() { first <- c.InsertJobs(ctx(t), []*queue.Job{job(t, "first", nil)}) }()
+	<-g.entered
+	return func() {
+		t.Helper()
+		close(g.gate)
+		if err := <-first; err != nil {
+			t.Fatalf("first call: %v", err)
+		}
+	}
+}
+
 // startInserts starts one InsertJobs call per job set on c, each waiting in
 // c before the next starts, and returns their errors once all returned.
 func startInserts(t *testing.T, c *queue.Coalescing, sets ...[]*queue.Job) func() []error {
@@ -79,9 +95,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func testCoalescedInserts(t *testing.T, open Opener) {
 	g := newGatedStore(open(t))
 	c := queue.CoalesceInserts(g)
-	first := make(chan error, 1)
-	go func() { first <- c.InsertJobs(ctx(t), []*queue.Job{job(t, "first", nil)}) }()
-	<-g.entered
+	release := holdFirst(t, c, g)
 	key := func(n *queue.NewJob) { n.UniqueKey = "nightly" }
 	d := job(t, "d", key)
 	wait := startInserts(t, c,
@@ -90,10 +104,7 @@ func testCoalescedInserts(t *testing.T, open Opener) {
 		[]*queue.Job{d},
 		[]*queue.Job{job(t, "e", func(n *queue.NewJob) { n.After = []string{"c"} })},
 	)
-	close(g.gate)
-	if err := <-first; err != nil {
-		t.Fatalf("first call: %v", err)
-	}
+	release()
 	for i, err := range wait() {
 		if err != nil {
 			t.Fatalf("call %d: %v", i+1, err)
@@ -124,9 +135,7 @@ func testCoalescedFailureIsolated(t *testing.T, open Opener) {
 	insert(t, s, job(t, "taken", nil))
 	g := newGatedStore(s)
 	c := queue.CoalesceInserts(g)
-	first := make(chan error, 1)
-	go func() { first <- c.InsertJobs(ctx(t), []*queue.Job{job(t, "first", nil)}) }()
-	<-g.entered
+	release := holdFirst(t, c, g)
 	again := job(t, "fresh", nil)
 	again.Command = "echo second"
 	wait := startInserts(t, c,
@@ -135,10 +144,7 @@ func testCoalescedFailureIsolated(t *testing.T, open Opener) {
 		[]*queue.Job{job(t, "fresh", nil)},
 		[]*queue.Job{again},
 	)
-	close(g.gate)
-	if err := <-first; err != nil {
-		t.Fatalf("first call: %v", err)
-	}
+	release()
 	errs := wait()
 	if errs[0] != nil || errs[2] != nil {
 		t.Fatalf("calls with good jobs failed: %v", errs)
@@ -167,14 +173,9 @@ func testCoalescedStoreFailure(t *testing.T, open Opener) {
 	g := newGatedStore(open(t))
 	g.fail = errors.New("disk I/O error")
 	c := queue.CoalesceInserts(g)
-	first := make(chan error, 1)
-	go func() { first <- c.InsertJobs(ctx(t), []*queue.Job{job(t, "first", nil)}) }()
-	<-g.entered
+	release := holdFirst(t, c, g)
 	wait := startInserts(t, c, []*queue.Job{job(t, "a", nil)}, []*queue.Job{job(t, "b", nil)})
-	close(g.gate)
-	if err := <-first; err != nil {
-		t.Fatalf("first call: %v", err)
-	}
+	release()
 	for i, err := range wait() {
 		if !errors.Is(err, g.fail) {
 			t.Fatalf("call %d: want the group's error, got %v", i+1, err)
@@ -234,9 +235,7 @@ func testCoalescedConcurrent(t *testing.T, open Opener) {
 func testCoalescedCancelled(t *testing.T, open Opener) {
 	g := newGatedStore(open(t))
 	c := queue.CoalesceInserts(g)
-	first := make(chan error, 1)
-	go func() { first <- c.InsertJobs(ctx(t), []*queue.Job{job(t, "first", nil)}) }()
-	<-g.entered
+	release := holdFirst(t, c, g)
 	before := startInserts(t, c, []*queue.Job{job(t, "before", nil)})
 	cctx, cancel := context.WithCancel(ctx(t))
 	gone := make(chan error, 1)
@@ -253,10 +252,7 @@ func testCoalescedCancelled(t *testing.T, open Opener) {
 		close(g.gate)
 		t.Fatal("a call cancelled while waiting for its group kept waiting")
 	}
-	close(g.gate)
-	if err := <-first; err != nil {
-		t.Fatalf("first call: %v", err)
-	}
+	release()
 	for _, wait := range []func() []error{before, after} {
 		if errs := wait(); errs[0] != nil {
 			t.Fatal(errs[0])
