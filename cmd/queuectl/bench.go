@@ -26,8 +26,9 @@ executor (1, 8 and 64 slots), shell jobs end to end against xargs -P and
 against N goroutines spawning sh -c true, the CPU and write-lock time per
 shell job, worker scaling, enqueue-to-start latency, one enqueue call among
 busy workers and enqueuers (a process per call, and over one server's HTTP
-API), idle CPU and memory, and the claim rate with a large table. Each figure is the median of several runs with a ratio against
-a baseline measured in the same run, or against its target.
+API), idle CPU and memory, and the claim rate with a large table. Each
+figure is the median of several runs with a ratio against a baseline
+measured in the same run, or against its target.
 
 The scratch database is a temporary SQLite file, or a new schema in the
 PostgreSQL database given with --db postgres://… (dropped afterwards).

@@ -704,17 +704,7 @@ func TestE2EStatsConfigAndCleanup(t *testing.T) {
 // (timings live in benchmarks, not tests), only that it measures.
 func TestE2EBenchQuick(t *testing.T) {
 	c := newCLI(t)
-	out := c.ok("bench", "--quick", "--only", "enqueue,engine,latency,scale", "--json")
-	var results []struct {
-		Scenario string    `json:"scenario"`
-		Unit     string    `json:"unit"`
-		Value    float64   `json:"value"`
-		Runs     []float64 `json:"runs"`
-		Base     float64   `json:"base"`
-	}
-	if err := json.Unmarshal([]byte(out), &results); err != nil {
-		t.Fatalf("bench --json: %v\n%s", err, out)
-	}
+	results := benchQuick(t, c, "enqueue,engine,latency,scale")
 	seen := map[string]int{}
 	for _, r := range results {
 		if r.Value <= 0 || len(r.Runs) == 0 {
@@ -730,22 +720,35 @@ func TestE2EBenchQuick(t *testing.T) {
 	}
 }
 
+// benchFigure is one figure of `queuectl bench --json`.
+type benchFigure struct {
+	Scenario string    `json:"scenario"`
+	Name     string    `json:"name"`
+	Unit     string    `json:"unit"`
+	Value    float64   `json:"value"`
+	Runs     []float64 `json:"runs"`
+	Base     float64   `json:"base"`
+}
+
+// benchQuick runs `queuectl bench --quick --json` on the scenarios only
+// names and returns its figures.
+func benchQuick(t *testing.T, c *cli, only string) []benchFigure {
+	t.Helper()
+	out := c.ok("bench", "--quick", "--only", only, "--json")
+	var results []benchFigure
+	if err := json.Unmarshal([]byte(out), &results); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, out)
+	}
+	return results
+}
+
 // The enqueue-http scenario drives a real `queuectl serve` with real
 // workers: every request must succeed and every figure be measured.
 func TestE2EBenchEnqueueHTTP(t *testing.T) {
 	c := newCLI(t)
-	out := c.ok("bench", "--quick", "--only", "enqueue-http", "--json")
-	var results []struct {
-		Scenario string  `json:"scenario"`
-		Name     string  `json:"name"`
-		Unit     string  `json:"unit"`
-		Value    float64 `json:"value"`
-	}
-	if err := json.Unmarshal([]byte(out), &results); err != nil {
-		t.Fatalf("bench --json: %v\n%s", err, out)
-	}
+	results := benchQuick(t, c, "enqueue-http")
 	if len(results) != 8 {
-		t.Fatalf("%d figures, want 8: %s", len(results), out)
+		t.Fatalf("%d figures, want 8: %+v", len(results), results)
 	}
 	for _, r := range results {
 		if r.Scenario != "enqueue-http" {

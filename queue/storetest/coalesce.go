@@ -209,17 +209,7 @@ func testCoalescedConcurrent(t *testing.T, open Opener) {
 			t.Fatal(err)
 		}
 	}
-	counts, err := c.CountJobs(ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, cnt := range counts {
-		n += cnt.N
-	}
-	if n != goroutines*each {
-		t.Fatalf("%d jobs stored, want %d", n, goroutines*each)
-	}
+	checkVisible(t, c, goroutines*each, "")
 	stored := 0
 	for _, size := range g.callSizes() {
 		stored += size

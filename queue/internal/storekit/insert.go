@@ -66,7 +66,7 @@ func Insert(ctx context.Context, tx InsertTx, j *queue.Job) error {
 			return err
 		}
 		if !found {
-			return fmt.Errorf("job %q: unique key %q: %w: the job holding it finished meanwhile; enqueue again", j.ID, j.UniqueKey, queue.ErrConflict)
+			return fmt.Errorf("job %q: unique key %q: the job holding it finished meanwhile (%w); enqueue again", j.ID, j.UniqueKey, queue.ErrConflict)
 		}
 		j.ExistingID = id
 		return nil
