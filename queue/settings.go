@@ -72,15 +72,17 @@ var settingsTable = []setting{
 			s.MaxBackoff = d
 			return nil
 		}, func(s Settings) string { return FormatDuration(s.MaxBackoff) }},
-	{"timeout", "default job timeout, a duration up to 30d; none (or 0) for none",
+	{"timeout", "default job timeout, a duration from 1ms to 30d; none (or 0) for none",
 		func(s *Settings, v string) error {
 			if v == "none" {
 				s.Timeout = 0
 				return nil
 			}
 			d, err := ParseDuration(v)
-			if err != nil || d < 0 || d > MaxTimeoutLimit {
-				return fmt.Errorf("must be a duration from 0 (none) to 30d, or none")
+			// The range a job's own timeout has (CheckTimeout): a default
+			// outside it would make every enqueue fail.
+			if err != nil || d < 0 || CheckTimeout(d) != nil {
+				return fmt.Errorf("must be none (or 0), or a duration from 1ms to 30d")
 			}
 			s.Timeout = d
 			return nil

@@ -115,6 +115,7 @@ func TestCheckSetting(t *testing.T) {
 		{"timeout", "0", "timeout", "none"},
 		{"timeout", "none", "timeout", "none"},
 		{"timeout", "1h30m", "timeout", "1h30m"},
+		{"timeout", "1ms", "timeout", "1ms"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.key+"="+tc.value, func(t *testing.T) {
@@ -138,9 +139,11 @@ func TestCheckSetting(t *testing.T) {
 		{"backoff-base", "NaN", "1 to 100"},
 		{"max-backoff", "500ms", "1s to 30d"},
 		{"max-backoff", "31d", "1s to 30d"},
-		{"timeout", "-5", "0 (none) to 30d"},
-		{"timeout", "31d", "0 (none) to 30d"},
-		{"timeout", "soon", "0 (none) to 30d"},
+		{"timeout", "-5", "1ms to 30d"},
+		{"timeout", "31d", "1ms to 30d"},
+		{"timeout", "soon", "1ms to 30d"},
+		{"timeout", "1ns", "1ms to 30d"}, // shorter than a job's timeout may be
+		{"timeout", "999us", "1ms to 30d"},
 	}
 	for _, tc := range bad {
 		t.Run("bad "+tc.key+"="+tc.value, func(t *testing.T) {

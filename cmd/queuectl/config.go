@@ -22,7 +22,7 @@ service's HCL file, may override them):
   max-retries    retries after the first attempt (0..1000, default 3)
   backoff-base   the n-th failure waits base^n seconds (1..100, default 2)
   max-backoff    cap on that wait (1s..30d, default 1h)
-  timeout        job timeout (none or 0 for none, up to 30d; default none)
+  timeout        job timeout (none or 0 for none, else 1ms to 30d; default none)
 
 Keys may be spelled with underscores (max_retries).`,
 	}
