@@ -241,9 +241,12 @@ type WorkerInfo struct {
 
 // MarshalJSON renders the stable JSON form of a worker.
 func (w *WorkerInfo) MarshalJSON() ([]byte, error) {
-	cur := w.CurrentJobs
+	cur, queues := w.CurrentJobs, w.Queues
 	if cur == nil {
 		cur = []string{}
+	}
+	if queues == nil {
+		queues = []string{} // every queue
 	}
 	return json.Marshal(struct {
 		ID          string    `json:"id"`
@@ -253,7 +256,7 @@ func (w *WorkerInfo) MarshalJSON() ([]byte, error) {
 		StartedAt   time.Time `json:"started_at"`
 		HeartbeatAt time.Time `json:"heartbeat_at"`
 		CurrentJobs []string  `json:"current_jobs"`
-	}{w.ID, w.PID, w.Host, w.Queues, w.StartedAt.UTC(), w.HeartbeatAt.UTC(), cur})
+	}{w.ID, w.PID, w.Host, queues, w.StartedAt.UTC(), w.HeartbeatAt.UTC(), cur})
 }
 
 // Hooks are shell commands run after an outcome is recorded: OnSuccess

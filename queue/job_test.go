@@ -159,4 +159,9 @@ func TestWorkerJSON(t *testing.T) {
 	if raw["current_jobs"] != "[]" {
 		t.Errorf("current_jobs = %s, want []", raw["current_jobs"])
 	}
+	// A worker of every queue lists none, as an empty list, not null.
+	_, raw = jsonKeys(t, &queue.WorkerInfo{ID: "w2", StartedAt: t0, HeartbeatAt: t0})
+	if raw["queues"] != "[]" {
+		t.Errorf("queues of a worker of every queue = %s, want []", raw["queues"])
+	}
 }

@@ -151,7 +151,6 @@ func (s *Server) jobDetail(ctx context.Context, id string, rl role) (view.JobDet
 		return view.JobDetail{}, err
 	}
 	d := view.NewJobDetail(j, hist)
-	d.Dir = j.Dir
 	if len(j.Env) > 0 {
 		d.Env = make(map[string]string, len(j.Env))
 		for k, v := range j.Env {

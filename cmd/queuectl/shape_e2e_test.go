@@ -56,6 +56,16 @@ func TestE2ELabelsDirAndEnv(t *testing.T) {
 	if !strings.Contains(show, "dir:") || !strings.Contains(show, other) || !strings.Contains(show, "labels:") || !strings.Contains(show, "team=web") {
 		t.Fatalf("show lacks dir or labels:\n%s", show)
 	}
+	var detail struct {
+		Dir    string            `json:"dir"`
+		Labels map[string]string `json:"labels"`
+	}
+	if err := json.Unmarshal([]byte(c.ok("show", "there", "--json")), &detail); err != nil {
+		t.Fatal(err)
+	}
+	if detail.Dir != other || detail.Labels["team"] != "web" {
+		t.Fatalf("show --json: dir %q labels %v, want %q and team=web", detail.Dir, detail.Labels, other)
+	}
 
 	c.ok("worker", "start")
 	c.waitState("here", "completed", 20*time.Second)

@@ -106,8 +106,8 @@ func (s Status) QueueNames() []string {
 // GET /api/v1/jobs/{id}).
 type JobDetail struct {
 	queue.JobJSON
-	// Env and Dir are shown by the HTTP API only: values in full to an
-	// admin, as "(hidden)" to a viewer.
+	// Env is shown by the HTTP API only: values in full to an admin, as
+	// "(hidden)" to a viewer.
 	Env     map[string]string `json:"env,omitempty"`
 	Dir     string            `json:"dir,omitempty"`
 	History []*queue.Attempt  `json:"history"`
@@ -118,7 +118,7 @@ func NewJobDetail(j *queue.Job, hist []*queue.Attempt) JobDetail {
 	if hist == nil {
 		hist = []*queue.Attempt{}
 	}
-	return JobDetail{JobJSON: j.JSON(), History: hist}
+	return JobDetail{JobJSON: j.JSON(), Dir: j.Dir, History: hist}
 }
 
 // Jobs returns jobs as a JSON array, never null.
