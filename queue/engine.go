@@ -31,6 +31,7 @@ type Lane struct {
 // EngineConfig configures an Engine. Zero values take the defaults noted.
 type EngineConfig struct {
 	WorkerID   string        // default: host:pid:random
+	Service    bool          // registered as a service (queuectl run), which worker stop leaves alone
 	Host       string        // this host's name; default os.Hostname
 	Lanes      []Lane        // default: one lane, every queue, one slot
 	Lease      time.Duration // default 30s; renewed every Lease/3
@@ -164,7 +165,7 @@ func NewEngine(store Store, runner Runner, cfg EngineConfig) *Engine {
 	e := &Engine{
 		store: store, runner: runner, cfg: cfg,
 		log:       cfg.Log.With().Str("worker", cfg.WorkerID).Logger(),
-		me:        WorkerInfo{ID: cfg.WorkerID, PID: pid, Host: host, BootID: cfg.Processes.BootID(), ProcStart: start, Queues: queues},
+		me:        WorkerInfo{ID: cfg.WorkerID, PID: pid, Host: host, BootID: cfg.Processes.BootID(), ProcStart: start, Queues: queues, Service: cfg.Service},
 		running:   newRunningSet(),
 		waiting:   make(quota, slots*outcomesPerSlot),
 		stopAsked: make(chan struct{}),

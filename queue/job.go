@@ -227,12 +227,15 @@ func (a *Attempt) MarshalJSON() ([]byte, error) {
 
 // WorkerInfo is a registered worker process.
 type WorkerInfo struct {
-	ID            string
-	PID           int
-	Host          string
-	BootID        string // identifies the host's boot; a different boot means the worker is gone
-	ProcStart     uint64 // start-time token of the process (PID reuse guard)
-	Queues        []string
+	ID        string
+	PID       int
+	Host      string
+	BootID    string // identifies the host's boot; a different boot means the worker is gone
+	ProcStart uint64 // start-time token of the process (PID reuse guard)
+	Queues    []string
+	// Service marks a `queuectl run` service, which `worker stop` leaves
+	// alone: it is stopped as a service is (its own signal, its manager).
+	Service       bool
 	StartedAt     time.Time
 	HeartbeatAt   time.Time
 	StopRequested bool
@@ -241,22 +244,26 @@ type WorkerInfo struct {
 
 // MarshalJSON renders the stable JSON form of a worker.
 func (w *WorkerInfo) MarshalJSON() ([]byte, error) {
-	cur, queues := w.CurrentJobs, w.Queues
+	cur, queues, kind := w.CurrentJobs, w.Queues, "worker"
 	if cur == nil {
 		cur = []string{}
 	}
 	if queues == nil {
 		queues = []string{} // every queue
 	}
+	if w.Service {
+		kind = "service"
+	}
 	return json.Marshal(struct {
 		ID          string    `json:"id"`
 		PID         int       `json:"pid"`
 		Host        string    `json:"host"`
+		Kind        string    `json:"kind"`
 		Queues      []string  `json:"queues"`
 		StartedAt   time.Time `json:"started_at"`
 		HeartbeatAt time.Time `json:"heartbeat_at"`
 		CurrentJobs []string  `json:"current_jobs"`
-	}{w.ID, w.PID, w.Host, queues, w.StartedAt.UTC(), w.HeartbeatAt.UTC(), cur})
+	}{w.ID, w.PID, w.Host, kind, queues, w.StartedAt.UTC(), w.HeartbeatAt.UTC(), cur})
 }
 
 // Hooks are shell commands run after an outcome is recorded: OnSuccess

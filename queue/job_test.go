@@ -153,11 +153,14 @@ func TestAttemptJSON(t *testing.T) {
 func TestWorkerJSON(t *testing.T) {
 	w := &queue.WorkerInfo{ID: "w1", PID: 42, Host: "h", BootID: "private", Queues: []string{"a"}, StartedAt: t0, HeartbeatAt: t0}
 	keys, raw := jsonKeys(t, w)
-	if want := sorted("id", "pid", "host", "queues", "started_at", "heartbeat_at", "current_jobs"); !slices.Equal(keys, want) {
+	if want := sorted("id", "pid", "host", "kind", "queues", "started_at", "heartbeat_at", "current_jobs"); !slices.Equal(keys, want) {
 		t.Fatalf("keys %v, want %v", keys, want)
 	}
-	if raw["current_jobs"] != "[]" {
-		t.Errorf("current_jobs = %s, want []", raw["current_jobs"])
+	if raw["current_jobs"] != "[]" || raw["kind"] != `"worker"` {
+		t.Errorf("current_jobs = %s, kind = %s; want [] and \"worker\"", raw["current_jobs"], raw["kind"])
+	}
+	if _, raw = jsonKeys(t, &queue.WorkerInfo{ID: "s", Service: true}); raw["kind"] != `"service"` {
+		t.Errorf("a service's kind = %s", raw["kind"])
 	}
 	// A worker of every queue lists none, as an empty list, not null.
 	_, raw = jsonKeys(t, &queue.WorkerInfo{ID: "w2", StartedAt: t0, HeartbeatAt: t0})

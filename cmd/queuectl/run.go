@@ -361,6 +361,7 @@ func (s *service) apply(ctx context.Context, f *config.File) error {
 	}
 	eng := queue.NewEngine(s.st, shellRunner{executor.New(executor.Config{KillGrace: s.o.kill}), jobDBEnv(s.dsn)}, queue.EngineConfig{
 		Lanes: lanes(f), Lease: s.o.lease, Log: s.log, Retry: s.o.retry, Host: s.a.hostName(), Processes: proc.Host{},
+		Service: true, // worker stop leaves it alone
 	})
 	if err := eng.Start(ctx); err != nil {
 		return err

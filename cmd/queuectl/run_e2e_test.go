@@ -334,3 +334,45 @@ func TestE2ERunReloadedQueuesDrainOnStop(t *testing.T) {
 		t.Fatalf("a job of the replaced slots must finish before exit: %+v\n%s", j, svc.log())
 	}
 }
+
+// worker stop stops the workers `worker start` started, not a `queuectl run`
+// service on the same database: the service keeps firing and running jobs.
+func TestE2EWorkerStopLeavesServiceRunning(t *testing.T) {
+	c := newCLI(t)
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, `job "tick" {
+  schedule = "@every 1h"
+  command  = "true"
+}
+`)
+	svc := c.startService("-c", cfg)
+	var ws []struct{ Kind string }
+	waitFor(t, "the service to register", 20*time.Second, func() bool {
+		json.Unmarshal([]byte(c.ok("worker", "list", "--json")), &ws)
+		return len(ws) == 1 && ws[0].Kind == "service"
+	})
+	c.ok("worker", "start")
+	ws = nil
+	json.Unmarshal([]byte(c.ok("worker", "list", "--json")), &ws)
+	if len(ws) != 2 {
+		t.Fatalf("want a service and a worker, got %+v", ws)
+	}
+
+	out, errOut, code := c.run("worker", "stop")
+	if code != 0 || !strings.Contains(out, "stopped 1 worker(s)") || !strings.Contains(errOut, "leaving 1 queuectl run service(s) running") {
+		t.Fatalf("worker stop: exit %d\n%s%s", code, out, errOut)
+	}
+	ws = nil
+	json.Unmarshal([]byte(c.ok("worker", "list", "--json")), &ws)
+	if len(ws) != 1 || ws[0].Kind != "service" {
+		t.Fatalf("after worker stop: %+v", ws)
+	}
+	select {
+	case err := <-svc.done:
+		t.Fatalf("worker stop stopped the service (%v); log:\n%s", err, svc.log())
+	default:
+	}
+	// The service still runs jobs.
+	c.ok("enqueue", "--id", "after", "--command", "true")
+	c.waitState("after", "completed", 20*time.Second)
+}

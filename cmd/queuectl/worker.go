@@ -272,7 +272,8 @@ func (a *app) workerStopCmd() *cobra.Command {
 		Use:   "stop",
 		Short: "Stop this host's workers gracefully",
 		Long: `Ask every worker on this host to finish its current job and exit, and wait
-until they are gone. With --timeout, running jobs still going after that long
+until they are gone. A queuectl run service is left running (it says so):
+stop it with SIGTERM or its service manager. With --timeout, running jobs still going after that long
 are stopped and put back in the queue (their attempt is not charged).
 
 With --all-hosts, workers on other hosts (sharing a PostgreSQL database) are
@@ -312,13 +313,16 @@ func (a *app) workerListCmd() *cobra.Command {
 					return a.printJSON(ws)
 				}
 				tw := a.table()
-				fmt.Fprintln(tw, "PID\tHOST\tQUEUES\tSTARTED\tHEARTBEAT\tCURRENT JOB")
+				fmt.Fprintln(tw, "PID\tHOST\tKIND\tQUEUES\tSTARTED\tHEARTBEAT\tCURRENT JOB")
 				for _, w := range ws {
-					qs := "*"
+					qs, kind := "*", "worker"
 					if len(w.Queues) > 0 {
 						qs = strings.Join(w.Queues, ",")
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", strconv.Itoa(w.PID), printable(w.Host), qs, fmtTime(w.StartedAt),
+					if w.Service {
+						kind = "service"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strconv.Itoa(w.PID), printable(w.Host), kind, qs, fmtTime(w.StartedAt),
 						fmtTime(w.HeartbeatAt), dash(strings.Join(w.CurrentJobs, ",")))
 				}
 				return tw.Flush()

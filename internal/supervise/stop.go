@@ -38,15 +38,27 @@ func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 	boot := proc.BootID()
 	var local []*queue.WorkerInfo
 	remote := map[string]bool{}
+	services := 0
 	for _, w := range ws {
+		here := w.Host == host && w.BootID == boot
 		switch {
-		case w.Host == host && w.BootID == boot:
+		case w.Service:
+			// A `queuectl run` service is stopped as a service is: its
+			// scheduler and HTTP server go with it, and a clean exit would
+			// not bring it back under Restart=on-failure.
+			if here && proc.Alive(w.PID, w.ProcStart) || !here && allHosts {
+				services++
+			}
+		case here:
 			if proc.Alive(w.PID, w.ProcStart) {
 				local = append(local, w)
 			}
 		case allHosts:
 			remote[w.ID] = true
 		}
+	}
+	if services > 0 {
+		fmt.Fprintf(p.Stderr, "leaving %d queuectl run service(s) running: stop a service with SIGTERM or its service manager\n", services)
 	}
 	if len(local) == 0 && len(remote) == 0 {
 		fmt.Fprintln(p.Stdout, "no workers running on this host")

@@ -206,10 +206,10 @@ func (c cancelTx) RequestCancel(ctx context.Context, id string, now time.Time) e
 // RegisterWorker implements queue.Store (an upsert).
 func (s *Store) RegisterWorker(ctx context.Context, w *queue.WorkerInfo) error {
 	// The heartbeat is stamped on the database's clock (queue.DatabaseClock).
-	_, err := s.pool.Exec(ctx, `INSERT INTO workers (id, pid, host, boot_id, proc_start, queues, started_at, heartbeat_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, now())
+	_, err := s.pool.Exec(ctx, `INSERT INTO workers (id, pid, host, boot_id, proc_start, queues, service, started_at, heartbeat_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())
 		ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`,
-		w.ID, w.PID, w.Host, w.BootID, int64(w.ProcStart), w.Queues, w.StartedAt)
+		w.ID, w.PID, w.Host, w.BootID, int64(w.ProcStart), w.Queues, w.Service, w.StartedAt)
 	if err != nil {
 		return fmt.Errorf("register worker: %w", err)
 	}
@@ -226,7 +226,7 @@ func (s *Store) UnregisterWorker(ctx context.Context, id string) error {
 
 // ListWorkers implements queue.Store.
 func (s *Store) ListWorkers(ctx context.Context) ([]*queue.WorkerInfo, error) {
-	rows, err := s.pool.Query(ctx, `SELECT w.id, w.pid, w.host, w.boot_id, w.proc_start, w.queues, w.started_at,
+	rows, err := s.pool.Query(ctx, `SELECT w.id, w.pid, w.host, w.boot_id, w.proc_start, w.queues, w.service, w.started_at,
 		w.heartbeat_at, w.stop_requested,
 		(SELECT array_agg(j.id ORDER BY j.seq) FROM jobs j WHERE j.worker = w.id AND j.state = 'processing')
 		FROM workers w ORDER BY w.started_at, w.id`)
@@ -237,7 +237,7 @@ func (s *Store) ListWorkers(ctx context.Context) ([]*queue.WorkerInfo, error) {
 		var w queue.WorkerInfo
 		var start int64
 		var started, hb time.Time
-		err := r.Scan(&w.ID, &w.PID, &w.Host, &w.BootID, &start, &w.Queues, &started, &hb, &w.StopRequested, &w.CurrentJobs)
+		err := r.Scan(&w.ID, &w.PID, &w.Host, &w.BootID, &start, &w.Queues, &w.Service, &started, &hb, &w.StopRequested, &w.CurrentJobs)
 		w.ProcStart = uint64(start)
 		w.StartedAt, w.HeartbeatAt = started.UTC(), hb.UTC()
 		return &w, err

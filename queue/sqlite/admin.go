@@ -329,10 +329,10 @@ func (s *Store) batch(ctx context.Context, full bool, match, change string, limi
 func (s *Store) RegisterWorker(ctx context.Context, w *queue.WorkerInfo) error {
 	queues, _ := json.Marshal(w.Queues)
 	err := s.write(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO workers (id, pid, host, boot_id, proc_start, queues, started_at, heartbeat_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		_, err := tx.ExecContext(ctx, `INSERT INTO workers (id, pid, host, boot_id, proc_start, queues, service, started_at, heartbeat_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`,
-			w.ID, w.PID, w.Host, w.BootID, int64(w.ProcStart), string(queues), toUS(w.StartedAt), toUS(w.HeartbeatAt))
+			w.ID, w.PID, w.Host, w.BootID, int64(w.ProcStart), string(queues), w.Service, toUS(w.StartedAt), toUS(w.HeartbeatAt))
 		return err
 	})
 	if err != nil {
@@ -355,7 +355,7 @@ func (s *Store) UnregisterWorker(ctx context.Context, id string) error {
 
 // ListWorkers implements queue.Store.
 func (s *Store) ListWorkers(ctx context.Context) ([]*queue.WorkerInfo, error) {
-	rows, err := s.readDB.QueryContext(ctx, `SELECT w.id, w.pid, w.host, w.boot_id, w.proc_start, w.queues, w.started_at,
+	rows, err := s.readDB.QueryContext(ctx, `SELECT w.id, w.pid, w.host, w.boot_id, w.proc_start, w.queues, w.service, w.started_at,
 		w.heartbeat_at, w.stop_requested, (SELECT group_concat(j.id, char(10)) FROM jobs j WHERE j.worker = w.id AND j.state = 'processing')
 		FROM workers w ORDER BY w.started_at, w.id`)
 	if err != nil {
@@ -369,7 +369,7 @@ func (s *Store) ListWorkers(ctx context.Context) ([]*queue.WorkerInfo, error) {
 		var start, started, hb int64
 		var stop int
 		var cur sql.NullString
-		if err := rows.Scan(&w.ID, &w.PID, &w.Host, &w.BootID, &start, &queues, &started, &hb, &stop, &cur); err != nil {
+		if err := rows.Scan(&w.ID, &w.PID, &w.Host, &w.BootID, &start, &queues, &w.Service, &started, &hb, &stop, &cur); err != nil {
 			return nil, fmt.Errorf("list workers: %w", err)
 		}
 		w.ProcStart = uint64(start)

@@ -86,11 +86,21 @@ func testWorkers(t *testing.T, open Opener) {
 		t.Fatalf("list workers: %v %v", ws, err)
 	}
 	g := ws[0]
-	if g.PID != 42 || g.Host != "h" || g.BootID != "b" || g.ProcStart != 7 || !equal(g.Queues, []string{"a", "b"}) || !equal(g.CurrentJobs, []string{"x"}) {
+	if g.PID != 42 || g.Host != "h" || g.BootID != "b" || g.ProcStart != 7 || !equal(g.Queues, []string{"a", "b"}) || !equal(g.CurrentJobs, []string{"x"}) || g.Service {
 		t.Fatalf("worker: %+v", g)
 	}
-	if err := s.UnregisterWorker(ctx(t), "w1"); err != nil {
+	// A service is told apart from a worker (worker stop leaves it alone).
+	svc := &queue.WorkerInfo{ID: "s1", PID: 43, Host: "h", BootID: "b", Service: true, StartedAt: t0.Add(time.Second), HeartbeatAt: t0}
+	if err := s.RegisterWorker(ctx(t), svc); err != nil {
 		t.Fatal(err)
+	}
+	if ws, _ := s.ListWorkers(ctx(t)); len(ws) != 2 || ws[0].Service || !ws[1].Service {
+		t.Fatalf("worker then service: %+v", ws)
+	}
+	for _, id := range []string{"w1", "s1"} {
+		if err := s.UnregisterWorker(ctx(t), id); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if ws, _ := s.ListWorkers(ctx(t)); len(ws) != 0 {
 		t.Fatal("worker still registered")
