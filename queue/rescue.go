@@ -92,7 +92,7 @@ func (r *rescuer) rescueOnce(ctx context.Context) (int, error) {
 			continue
 		}
 		if r.sameHost(workers, j.Worker) {
-			r.killLeftovers(j)
+			killLeftovers(r.procs, r.log, j, "lost attempt")
 		}
 		reason := "worker lost: lease expired"
 		if dead[j.Worker] {
@@ -142,15 +142,16 @@ func (r *rescuer) now(ctx context.Context) (time.Time, error) {
 	return now, nil
 }
 
-// killLeftovers kills what is left of j's lost attempt on this host: every
-// process carrying its job id and attempt number, with the process groups
-// they lead.
-func (r *rescuer) killLeftovers(j *Job) {
-	n, err := r.procs.KillByEnv("QUEUECTL_JOB_ID="+j.ID, "QUEUECTL_ATTEMPT="+strconv.Itoa(j.Attempts))
+// killLeftovers kills what is left on this host of j's current attempt,
+// which ended as what says (a lost attempt, a stopped one): every process
+// carrying its job id and attempt number, with the process groups they
+// lead, including those that left the attempt's process group (setsid).
+func killLeftovers(procs Processes, log zerolog.Logger, j *Job, what string) {
+	n, err := procs.KillByEnv("QUEUECTL_JOB_ID="+j.ID, "QUEUECTL_ATTEMPT="+strconv.Itoa(j.Attempts))
 	if err != nil {
-		r.log.Warn().Err(err).Str("job_id", j.ID).Msg("kill leftover processes of lost attempt")
+		log.Warn().Err(err).Str("job_id", j.ID).Msg("kill leftover processes of " + what)
 	} else if n > 0 {
-		r.log.Info().Str("job_id", j.ID).Int("processes", n).Msg("killed leftover processes of lost attempt")
+		log.Info().Str("job_id", j.ID).Int("processes", n).Msg("killed leftover processes of " + what)
 	}
 }
 

@@ -233,6 +233,13 @@ func (e *Engine) attempt(ctx context.Context, r *runningJob, log zerolog.Logger,
 	live := e.newLiveSaver(j, log)
 	res := e.runner.Run(ctx, RunSpec{Command: j.Command, Env: j.Environ(), Dir: j.Dir, Timeout: j.Timeout, Live: live.watch})
 	r.end()
+	if res.TimedOut || res.Canceled {
+		// A stopped attempt (timeout, cancel, fence, shutdown) leaves
+		// nothing running: the runner stopped its process group, and what
+		// left the group goes as a lost attempt's leftovers do. (An attempt
+		// that ends on its own may leave a daemon started with setsid.)
+		killLeftovers(e.cfg.Processes, log, j, "stopped attempt")
+	}
 	live.stop()
 	// The job stays in the running set until its outcome is recorded, so
 	// that this engine's rescuer cannot take a finished job for lost.

@@ -471,13 +471,25 @@ func TestE2EPriorityOrderAndRunAt(t *testing.T) {
 func TestE2ETimeoutKillsProcessTree(t *testing.T) {
 	c := newCLI(t)
 	pidFile := filepath.Join(c.home, "pgid")
-	c.ok("enqueue", `{"id":"hang","command":"echo $$ > `+pidFile+`; sleep 60 & sleep 60; wait","timeout":"1s","max_retries":0}`)
+	// A process that left the job's group (setsid) goes too.
+	escaped := filepath.Join(c.home, "escaped")
+	c.ok("enqueue", `{"id":"hang","command":"echo $$ > `+pidFile+`; setsid sh -c 'echo $$ > `+escaped+`; exec sleep 60' & sleep 60 & sleep 60; wait","timeout":"1s","max_retries":0}`)
 	c.ok("worker", "start", "--kill-grace", "500ms")
 	j := c.waitState("hang", "dead", 30*time.Second)
 	if len(j.History) != 1 || j.History[0].Outcome != "timed_out" || !strings.Contains(*j.Error, "timed out") {
 		t.Fatalf("timed out job: %+v", j)
 	}
 	checkGroupGone(t, pidFile, "the timed-out job")
+	b, _ := os.ReadFile(escaped)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid <= 1 {
+		t.Fatalf("no pid of the escaped process recorded: %q", b)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	waitFor(t, "the process that left the job's group to be killed", 10*time.Second, func() bool {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		return err != nil || strings.Contains(string(st), ") Z ")
+	})
 }
 
 // checkGroupGone fails unless the process group whose id a command wrote
