@@ -76,6 +76,14 @@ func (s *Store) UpdateQueueControls(ctx context.Context, u queue.ControlUpdate) 
 				return err
 			}
 			c = u.Apply(c)
+			if !c.Steered() {
+				// Neither paused nor limited: no control row, so that a
+				// resume of a queue never paused leaves no trace.
+				if _, err := tx.Exec(ctx, `DELETE FROM queue_controls WHERE name = $1`, name); err != nil {
+					return err
+				}
+				continue
+			}
 			_, err = tx.Exec(ctx, `UPDATE queue_controls SET paused = $2, max_running = $3, rate_limit = $4, rate_period_us = $5
 				WHERE name = $1`, c.Name, c.Paused, c.MaxRunning, c.Rate.N, c.Rate.Per.Microseconds())
 			if err != nil {

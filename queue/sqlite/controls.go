@@ -70,6 +70,14 @@ func (s *Store) UpdateQueueControls(ctx context.Context, u queue.ControlUpdate) 
 				c = cs[0]
 			}
 			c = u.Apply(c)
+			if !c.Steered() {
+				// Neither paused nor limited: no control row, so that a
+				// resume of a queue never paused leaves no trace.
+				if _, err := tx.ExecContext(ctx, `DELETE FROM queue_controls WHERE name = ?`, name); err != nil {
+					return err
+				}
+				continue
+			}
 			_, err = tx.ExecContext(ctx, `INSERT INTO queue_controls (`+controlColumns+`) VALUES (?, ?, ?, ?, ?)
 				ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, max_running = excluded.max_running,
 					rate_limit = excluded.rate_limit, rate_period_us = excluded.rate_period_us`,

@@ -88,6 +88,15 @@ func testControlsRoundTrip(t *testing.T, open Opener) {
 	if err := s.UpdateQueueControls(ctx(t), queue.ControlUpdate{Names: []string{"a"}, MaxRunning: ptr(-1)}); err == nil {
 		t.Fatal("a negative max running was accepted")
 	}
+
+	// A control that neither pauses nor limits is no control: resuming a
+	// queue never paused, or lifting a queue's last limit, leaves no row.
+	update(t, s, queue.ControlUpdate{Names: []string{"never-paused"}, Paused: ptr(false)})
+	update(t, s, queue.ControlUpdate{Names: []string{"a"}, MaxRunning: ptr(0), Rate: &queue.RateLimit{}})
+	update(t, s, queue.ControlUpdate{Names: []string{"b"}, Paused: ptr(false)})
+	if cs, err := s.QueueControls(ctx(t)); err != nil || len(cs) != 0 {
+		t.Fatalf("controls after lifting every pause and limit: %+v %v", cs, err)
+	}
 }
 
 func testPauseHoldsClaims(t *testing.T, open Opener) {
