@@ -115,8 +115,25 @@ type FireResult struct {
 	Fired   bool   // a job was inserted
 	JobID   string // the job of this slot (new, or already there from another scheduler)
 	Blocked bool   // the previous run was still active
-	Skipped bool   // blocked under overlap = skip: the slot will not fire
+	Skipped bool   // blocked under overlap = skip, or under unique (Pending): the slot will not fire
+	Pending bool   // skipped under unique = true: a run of the template is still pending
 	Queued  bool   // blocked under overlap = queue: it waits (replacing an older waiting run) and fires when the previous run ends
+}
+
+// Why says why a fire inserted no job ("" when it did), for a template
+// with the given overlap policy.
+func (r FireResult) Why(overlap string) string {
+	switch {
+	case r.Fired:
+		return ""
+	case r.Pending:
+		return "a run of it is still pending and unique = true"
+	case r.Queued:
+		return "its previous run is still active (overlap = queue); this run starts when it ends"
+	case r.Skipped:
+		return "its previous run is still active and overlap = " + overlap
+	}
+	return "this slot was fired already, by another scheduler"
 }
 
 // QueueConfig is a queue declared in a configuration file.

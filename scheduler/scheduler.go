@@ -304,10 +304,8 @@ func (s *Scheduler) handle(ctx context.Context, t *queue.Template, sched *cronsp
 		switch {
 		case res.Fired:
 			log.Info().Str("job_id", res.JobID).Time("slot", slot).Msg("fired")
-		case res.Skipped:
-			log.Info().Time("slot", slot).Msg("slot skipped: the previous run is still active (overlap = skip)")
-		case res.Queued:
-			log.Info().Time("slot", slot).Msg("slot waits for the previous run to end (overlap = queue)")
+		case res.Skipped, res.Queued:
+			log.Info().Time("slot", slot).Msg("slot not fired: " + res.Why(t.Overlap))
 		default:
 			log.Debug().Str("job_id", res.JobID).Time("slot", slot).Msg("slot already fired by another scheduler")
 		}

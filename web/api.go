@@ -383,7 +383,7 @@ func (s *Server) trigger(ctx context.Context, name string) (triggerResult, error
 			return triggerResult{}, err
 		}
 		if !res.Fired && !res.Queued {
-			return triggerResult{}, fmt.Errorf("%s not triggered: its previous run is still active and overlap = %s: %w", name, t.Overlap, queue.ErrConflict)
+			return triggerResult{}, fmt.Errorf("%s not triggered: %s: %w", name, res.Why(t.Overlap), queue.ErrConflict)
 		}
 		s.cfg.Log.Info().Str("template", name).Str("job_id", res.JobID).Bool("queued", res.Queued).Msg("recurring job triggered over http")
 		return triggerResult{Fired: res.Fired, JobID: res.JobID, Queued: res.Queued}, nil

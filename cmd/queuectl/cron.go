@@ -211,10 +211,10 @@ func (a *app) cronTriggerCmd() *cobra.Command {
 				return err
 			case res.Fired:
 				fmt.Fprintln(a.stdout, res.JobID)
-			case res.Queued:
-				fmt.Fprintf(a.stderr, "%s: its previous run is still active (overlap = queue); this run starts when it ends\n", t.Name)
+			case res.Queued: // no job yet: nothing on stdout
+				fmt.Fprintf(a.stderr, "%s: %s\n", t.Name, res.Why(t.Overlap))
 			default:
-				return fmt.Errorf("%s not triggered: its previous run is still active and overlap = %s", t.Name, t.Overlap)
+				return fmt.Errorf("%s not triggered: %s", t.Name, res.Why(t.Overlap))
 			}
 			return nil
 		},

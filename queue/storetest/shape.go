@@ -305,14 +305,15 @@ func testUniqueTemplate(t *testing.T, open Opener) {
 	if res := fire(t, s, tpl, queue.FireCron, s1); !res.Fired {
 		t.Fatalf("first slot: %+v", res)
 	}
-	if res := fire(t, s, tpl, queue.FireCron, s2); res.Fired || !res.Skipped {
-		t.Fatalf("second slot while the first run is pending: %+v", res)
+	if res := fire(t, s, tpl, queue.FireCron, s2); res.Fired || !res.Skipped || !res.Pending ||
+		res.Why(tpl.Overlap) != "a run of it is still pending and unique = true" {
+		t.Fatalf("second slot while the first run is pending: %+v (%s)", res, res.Why(tpl.Overlap))
 	}
 	if got := claim(t, s, "w", 10, s2); len(got) != 1 {
 		t.Fatalf("claimed %v", ids(got))
 	}
 	// Running is not pending: overlap = allow lets the next slot fire.
-	if res := fire(t, s, tpl, queue.FireCron, s3); !res.Fired {
+	if res := fire(t, s, tpl, queue.FireCron, s3); !res.Fired || res.Pending {
 		t.Fatalf("third slot while the first run runs: %+v", res)
 	}
 }

@@ -71,6 +71,7 @@ func Fire(ctx context.Context, tx FireTx, p queue.FireParams) (queue.FireResult,
 				return res, err
 			}
 			action = queue.DecideUnique(action, pending)
+			res.Pending = action == queue.FireSkip
 		}
 		if err := act(ctx, tx, p, key, action, &res); err != nil {
 			return res, err
