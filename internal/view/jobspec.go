@@ -103,6 +103,11 @@ func jsonError(err error) (field, msg string) {
 	switch {
 	case errors.As(err, &syn):
 		return "", fmt.Sprintf("%s at byte %d", syn.Error(), syn.Offset)
+	case errors.As(err, &typ) && typ.Field == "":
+		return "", fmt.Sprintf("a job must be %s, not %s", jsonKind(typ.Type), typ.Value)
+	case errors.As(err, &typ) && (typ.Field == "env" || typ.Field == "labels") && typ.Type.Kind() == reflect.String:
+		// A value inside the object, which the error does not name.
+		return typ.Field, fmt.Sprintf("field %q must be an object of strings; a value is %s", typ.Field, typ.Value)
 	case errors.As(err, &typ):
 		return typ.Field, fmt.Sprintf("field %q must be %s, not %s", typ.Field, jsonKind(typ.Type), typ.Value)
 	case errors.Is(err, io.EOF):

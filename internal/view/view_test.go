@@ -12,15 +12,18 @@ import (
 func TestParseJobJSONNamesTheField(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	tests := []struct {
-		name, in, field string
+		name, in, field, msg string
 	}{
-		{"missing command", `{"id":"a"}`, "command"},
-		{"unknown field", `{"command":"true","colour":1}`, "colour"},
-		{"wrong type", `{"command":"true","priority":"high"}`, "priority"},
-		{"negative retries", `{"command":"true","max_retries":-1}`, "max_retries"},
-		{"bad timeout", `{"command":"true","timeout":"soon"}`, "timeout"},
-		{"bad run_at", `{"command":"true","run_at":"tomorrow"}`, "run_at"},
-		{"syntax", `{"command":`, ""},
+		{"missing command", `{"id":"a"}`, "command", ""},
+		{"unknown field", `{"command":"true","colour":1}`, "colour", ""},
+		{"wrong type", `{"command":"true","priority":"high"}`, "priority", `field "priority" must be a whole number, not string`},
+		{"negative retries", `{"command":"true","max_retries":-1}`, "max_retries", ""},
+		{"bad timeout", `{"command":"true","timeout":"soon"}`, "timeout", ""},
+		{"bad run_at", `{"command":"true","run_at":"tomorrow"}`, "run_at", ""},
+		{"syntax", `{"command":`, "", ""},
+		{"not an object", `[1,2]`, "", "a job must be an object, not array"},
+		{"env value not a string", `{"command":"true","env":{"A":1}}`, "env", `field "env" must be an object of strings; a value is number`},
+		{"label value not a string", `{"command":"true","labels":{"a":true}}`, "labels", `field "labels" must be an object of strings; a value is bool`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -31,6 +34,9 @@ func TestParseJobJSONNamesTheField(t *testing.T) {
 			}
 			if se.Field != tt.field {
 				t.Errorf("field = %q, want %q (%s)", se.Field, tt.field, se.Msg)
+			}
+			if tt.msg != "" && se.Msg != "invalid job JSON: "+tt.msg {
+				t.Errorf("message %q, want %q", se.Msg, tt.msg)
 			}
 		})
 	}
