@@ -47,6 +47,9 @@ func ParseState(s string) (State, error) {
 			return st, nil
 		}
 	}
+	if s == "scheduled" { // how list and status show a pending job due later
+		return "", fmt.Errorf("%w: scheduled is not a stored state: a scheduled job is pending with a later run_at; use pending", ErrInvalid)
+	}
 	names := make([]string, len(allStates))
 	for i, st := range allStates {
 		names[i] = string(st)

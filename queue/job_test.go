@@ -29,6 +29,10 @@ func TestParseState(t *testing.T) {
 	if _, err := queue.ParseState("Pending"); err == nil {
 		t.Error("state names are case-sensitive")
 	}
+	// list shows a pending job due later as scheduled: the error says what to ask for.
+	if _, err := queue.ParseState("scheduled"); !errors.Is(err, queue.ErrInvalid) || !strings.Contains(err.Error(), "use pending") {
+		t.Errorf("scheduled: %v", err)
+	}
 }
 
 func TestStateFinished(t *testing.T) {
