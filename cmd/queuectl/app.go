@@ -285,6 +285,9 @@ func (a *app) logger(w io.Writer) (zerolog.Logger, error) {
 	}
 	var out io.Writer = w
 	console := zerolog.ConsoleWriter{Out: w, TimeFormat: logTimeFormat,
+		// Colours are escape codes: only for a terminal, and not when
+		// NO_COLOR asks for none (no-color.org).
+		NoColor: !isTerminal(w) || a.getenv("NO_COLOR") != "",
 		// Field values carry job commands and errors: escape what a
 		// terminal would act on.
 		FormatFieldValue: func(i any) string { return printable(fmt.Sprintf("%s", i)) },

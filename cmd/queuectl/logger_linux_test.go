@@ -74,3 +74,45 @@ func TestLoggerAutoFormat(t *testing.T) {
 		})
 	}
 }
+
+// --log-format console colours its lines only on a terminal, and not there
+// when NO_COLOR is set: a log redirected to a file holds no escape codes.
+func TestConsoleLogColoursOnlyATerminal(t *testing.T) {
+	const esc = "\x1b["
+	line := func(t *testing.T, env map[string]string, terminal bool) string {
+		t.Helper()
+		a := newApp(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}, func(k string) string { return env[k] })
+		a.logLevel, a.logFormat = "info", "console"
+		if !terminal {
+			var file bytes.Buffer
+			log, err := a.logger(&file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			log.Info().Str("job_id", "j1").Msg("hello")
+			return file.String()
+		}
+		term, reader := openPTY(t)
+		log, err := a.logger(term)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Info().Str("job_id", "j1").Msg("hello")
+		reader.SetReadDeadline(time.Now().Add(10 * time.Second))
+		buf := make([]byte, 4096)
+		n, err := reader.Read(buf)
+		if err != nil {
+			t.Fatalf("read the terminal: %v", err)
+		}
+		return string(buf[:n])
+	}
+	if got := line(t, nil, false); strings.Contains(got, esc) || !strings.Contains(got, "job_id=j1") {
+		t.Errorf("console log to a file: %q", got)
+	}
+	if got := line(t, nil, true); !strings.Contains(got, esc) {
+		t.Errorf("console log to a terminal has no colour: %q", got)
+	}
+	if got := line(t, map[string]string{"NO_COLOR": "1"}, true); strings.Contains(got, esc) {
+		t.Errorf("NO_COLOR: %q", got)
+	}
+}
