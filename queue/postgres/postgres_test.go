@@ -514,3 +514,20 @@ func TestListenerPingsWhenIdle(t *testing.T) {
 	}
 	expectWake(t, wake, "insert after pings")
 }
+
+// A server that cannot be reached is reported as a failed connection, not
+// as a failed migration: nothing was migrated or tried.
+func TestOpenUnreachableSaysConnect(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = postgres.Open(ctx, "postgres://root@"+addr+"/test?sslmode=disable&connect_timeout=5")
+	if err == nil || !strings.Contains(err.Error(), "connect: ") || strings.Contains(err.Error(), "migrate") {
+		t.Fatalf("open of an unreachable server: %v", err)
+	}
+}

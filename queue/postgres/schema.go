@@ -3,12 +3,14 @@ package postgres
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"sort"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queuectl/queuectl/queue"
 )
@@ -215,6 +217,11 @@ func migrate(ctx context.Context, db beginner) (schema string, applied int, err 
 		}
 		return nil
 	})
+	var unreachable *pgconn.ConnectError
+	if errors.As(err, &unreachable) {
+		// The first use of the pool: nothing was migrated or tried.
+		return "", 0, fmt.Errorf("connect: %w", err)
+	}
 	if err != nil {
 		return "", 0, fmt.Errorf("migrate: %w", err)
 	}
