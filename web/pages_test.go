@@ -20,7 +20,11 @@ func TestEveryPageRendersForAViewer(t *testing.T) {
 	h.store.ApplyTemplates(ctx, []*queue.Template{{Name: "nightly", Schedule: "0 3 * * *", TimeZone: "Europe/Berlin",
 		Command: "backup", Overlap: queue.OverlapSkip, CatchUp: queue.CatchUpNone, Enabled: true}}, h.clock.now())
 	h.store.RegisterWorker(ctx, &queue.WorkerInfo{ID: "w", PID: 7, Host: "box", BootID: "b", StartedAt: h.clock.now(), HeartbeatAt: h.clock.now()})
+	h.store.RegisterWorker(ctx, &queue.WorkerInfo{ID: "s", PID: 8, Host: "box", BootID: "b", Service: true, StartedAt: h.clock.now(), HeartbeatAt: h.clock.now()})
 	c := h.signIn(viewerToken)
+	if body, _ := h.page("/workers", c); !strings.Contains(body, "<td>service</td>") || !strings.Contains(body, "<td>worker</td>") {
+		t.Errorf("/workers does not tell the service from the worker")
+	}
 	for path, want := range map[string]string{
 		"/": "Throughput", "/?range=24h": "Last 24 hours", "/jobs": "d", "/jobs?state=dead&q=d": "false",
 		"/jobs/d": "oops", "/dlq": "1 dead job(s)", "/cron": "every day at 03:00", "/workers": "box",
