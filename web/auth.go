@@ -184,8 +184,11 @@ func (a *authenticator) csrfToken(id identity) string {
 
 // checkCSRF guards a state-changing request. A bearer token is no ambient
 // credential, so it needs no CSRF token. A browser request must carry the
-// page's CSRF token; a request from another site is refused outright.
-func (a *authenticator) checkCSRF(r *http.Request, id identity) bool {
+// page's CSRF token; a request from another site is refused outright. The
+// token comes in the X-CSRF-Token header, or, when form is set (the
+// dashboard's own forms), in the form field csrf: reading that field
+// consumes the body, which an API handler must still decode.
+func (a *authenticator) checkCSRF(r *http.Request, id identity, form bool) bool {
 	if id.bearer {
 		return true
 	}
@@ -196,7 +199,7 @@ func (a *authenticator) checkCSRF(r *http.Request, id identity) bool {
 		return false
 	}
 	got := r.Header.Get(csrfHeader)
-	if got == "" {
+	if got == "" && form {
 		got = r.PostFormValue(csrfField)
 	}
 	if got == "" && a.open() && r.Header.Get("Origin") == "" && r.Header.Get("Sec-Fetch-Site") == "" {

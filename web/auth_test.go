@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queuectl/queuectl/queue"
 )
 
 func TestSignInSetsAStrictSessionCookie(t *testing.T) {
@@ -182,7 +184,13 @@ func TestCSRF(t *testing.T) {
 	r := form("&csrf=" + vcsrf)
 	r.cookies = []*http.Cookie{v}
 	h.must(r, http.StatusForbidden)
-	// The API with a session cookie needs the header token.
+	// The API with a session cookie needs the header token: a form field
+	// does not count there.
+	h.must(req{method: "POST", path: "/api/v1/jobs/d/cancel", body: "csrf=" + csrf, cookies: []*http.Cookie{c},
+		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, http.StatusForbidden)
+	if j := h.job("d"); j != "pending" {
+		t.Fatalf("a refused cancel changed the job: %s", j)
+	}
 	h.must(req{method: "DELETE", path: "/api/v1/jobs/d", cookies: []*http.Cookie{c}}, http.StatusForbidden)
 	h.must(req{method: "DELETE", path: "/api/v1/jobs/d", cookies: []*http.Cookie{c}, header: map[string]string{csrfHeader: csrf}}, http.StatusOK)
 }
@@ -248,4 +256,50 @@ func (t *throttle) isWaiting(addr string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.fails[addr].waiting
+}
+
+// The CSRF check reads no form from an API request, so the API reads its
+// JSON body whatever the Content-Type (curl -d sends a form's), while a
+// browser request from another site, or without the header token, is
+// refused whatever its Content-Type.
+func TestAPIBodyIsJSONWhateverItsContentType(t *testing.T) {
+	for _, ct := range []string{"", "application/json", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "text/plain"} {
+		t.Run("content type "+ct, func(t *testing.T) {
+			h := newHarness(t, openSQLite(t), "", "")
+			header := func(extra ...string) map[string]string {
+				m := map[string]string{}
+				if ct != "" {
+					m["Content-Type"] = ct
+				}
+				for i := 0; i+1 < len(extra); i += 2 {
+					m[extra[i]] = extra[i+1]
+				}
+				return m
+			}
+			h.must(req{method: "POST", path: "/api/v1/jobs", body: `{"id":"curl","command":"echo hi"}`, header: header()}, http.StatusCreated)
+			h.must(req{method: "PUT", path: "/api/v1/queues/q/limits", body: `{"max_running":2}`, header: header()}, http.StatusOK)
+
+			// The page's CSRF token in a form field does not count for the API:
+			// only the header does.
+			csrf := h.srv.auth.csrfToken(identity{role: roleAdmin})
+			for name, hd := range map[string]map[string]string{
+				"other site":             header("Origin", "https://evil.example"),
+				"cross-site fetch":       header("Sec-Fetch-Site", "cross-site"),
+				"same site, form token":  header("Origin", "http://127.0.0.1:8080", "Sec-Fetch-Site", "same-origin"),
+				"other site with header": header("Origin", "https://evil.example", csrfHeader, csrf),
+			} {
+				rec := h.must(req{method: "POST", path: "/api/v1/jobs", body: "csrf=" + csrf + `&{"id":"x","command":"true"}`, header: hd}, http.StatusForbidden)
+				if e := errCode(t, rec); e.Code != codeCSRF {
+					t.Errorf("%s: %+v", name, e)
+				}
+			}
+			jobs, err := h.store.ListJobs(t0ctx(), queue.ListParams{Limit: 10})
+			if err != nil || len(jobs) != 1 {
+				t.Errorf("jobs after refused requests: %v, %v", jobs, err)
+			}
+			// A same-site request with the header token acts.
+			h.must(req{method: "POST", path: "/api/v1/jobs", body: `{"id":"page","command":"true"}`,
+				header: header("Origin", "http://127.0.0.1:8080", csrfHeader, csrf)}, http.StatusCreated)
+		})
+	}
 }

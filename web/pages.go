@@ -104,7 +104,7 @@ func (s *Server) view(fn pageFunc) http.Handler { return s.pageAs(roleViewer, fn
 // pageAs adapts a pageFunc for role min (and CSRF for a POST), with a
 // deadline on the store calls.
 func (s *Server) pageAs(min role, fn pageFunc) http.Handler {
-	return s.need(min, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.needForm(min, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 		defer cancel()
 		if err := fn(w, r.WithContext(ctx)); err != nil {
@@ -120,7 +120,7 @@ type actionFunc func(r *http.Request) (url.Values, error)
 // action adapts an actionFunc: admin role, CSRF token, then a redirect
 // (303) back to the page the form names, with a message.
 func (s *Server) action(fn actionFunc) http.Handler {
-	return s.need(roleAdmin, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.needForm(roleAdmin, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 		defer cancel()
 		done, err := fn(r.WithContext(ctx))

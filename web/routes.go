@@ -86,9 +86,16 @@ func hostOnly(hostport string) string {
 type ctxKey struct{}
 
 // need admits requests whose identity has at least role min; state-changing
-// methods must also pass the CSRF check. API requests get JSON errors;
-// pages send a browser to the sign-in page.
-func (s *Server) need(min role, next http.Handler) http.Handler {
+// methods must also pass the CSRF check, with the token in the X-CSRF-Token
+// header. API requests get JSON errors; pages send a browser to the sign-in
+// page.
+func (s *Server) need(min role, next http.Handler) http.Handler { return s.guard(min, false, next) }
+
+// needForm is need for the dashboard's own forms: their CSRF token may also
+// come in the form field csrf.
+func (s *Server) needForm(min role, next http.Handler) http.Handler { return s.guard(min, true, next) }
+
+func (s *Server) guard(min role, form bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, checked := s.auth.identify(r)
 		if !checked {
@@ -109,7 +116,7 @@ func (s *Server) need(min role, next http.Handler) http.Handler {
 			s.fail(w, r, errorf(http.StatusForbidden, codeForbidden, "the %s role may not do this", id.role))
 			return
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.auth.checkCSRF(r, id) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.auth.checkCSRF(r, id, form) {
 			s.fail(w, r, errorf(http.StatusForbidden, codeCSRF, "missing or wrong CSRF token (reload the page)"))
 			return
 		}
