@@ -79,6 +79,9 @@ func ParseRateLimit(s string) (RateLimit, error) {
 	return RateLimit{N: n, Per: per}, nil
 }
 
+// MaxRunningLimit is the largest max running a queue may have.
+const MaxRunningLimit = 1_000_000
+
 // ControlUpdate changes the controls of queues; nil fields stay as they are.
 type ControlUpdate struct {
 	Names      []string
@@ -97,8 +100,8 @@ func (u ControlUpdate) Check() error {
 			return err
 		}
 	}
-	if u.MaxRunning != nil && (*u.MaxRunning < 0 || *u.MaxRunning > 1_000_000) {
-		return fmt.Errorf("%w: max running %d: must be 0 (no limit) to 1000000", ErrInvalid, *u.MaxRunning)
+	if u.MaxRunning != nil && (*u.MaxRunning < 0 || *u.MaxRunning > MaxRunningLimit) {
+		return fmt.Errorf("%w: max running %d: must be 0 (no limit) to %d", ErrInvalid, *u.MaxRunning, MaxRunningLimit)
 	}
 	if u.Rate != nil && u.Rate.N < 0 {
 		return fmt.Errorf("%w: rate limit %d: must not be negative", ErrInvalid, u.Rate.N)

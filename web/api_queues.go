@@ -1,12 +1,15 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/queuectl/queuectl/internal/duration"
@@ -44,10 +47,12 @@ func (s *Server) apiResumeQueue(_ http.ResponseWriter, r *http.Request) (any, er
 }
 
 // limitsRequest is the body of PUT /api/v1/queues/{name}/limits; an absent
-// field keeps its limit, 0 or "0" removes it.
+// (or null) field keeps its limit, 0 or "0" removes it. The fields are read
+// raw so that a number and a numeric string both do, and a bad value is
+// reported with its field rather than as a Go decoding error.
 type limitsRequest struct {
-	MaxRunning *int    `json:"max_running"`
-	RateLimit  *string `json:"rate_limit"`
+	MaxRunning json.RawMessage `json:"max_running"` // a whole number or a numeric string
+	RateLimit  json.RawMessage `json:"rate_limit"`  // "COUNT/PERIOD", or 0
 }
 
 func (s *Server) apiQueueLimits(_ http.ResponseWriter, r *http.Request) (any, error) {
@@ -55,29 +60,77 @@ func (s *Server) apiQueueLimits(_ http.ResponseWriter, r *http.Request) (any, er
 	if err != nil {
 		return nil, err
 	}
+	const give = "give max_running or rate_limit"
 	var req limitsRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, errorf(http.StatusBadRequest, codeInvalid, "body: %v", err)
+	if len(bytes.TrimSpace(body)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			field, msg := view.JSONError(err)
+			if field != "" { // an unknown field
+				msg += ": " + give
+			}
+			return nil, invalidField(field, "invalid limits JSON: %s", msg)
+		}
+		if dec.More() {
+			return nil, invalidField("", "invalid limits JSON: trailing data after the object")
+		}
 	}
-	u := queue.ControlUpdate{MaxRunning: req.MaxRunning}
-	if req.RateLimit != nil {
-		rate, err := queue.ParseRateLimit(*req.RateLimit)
+	var u queue.ControlUpdate
+	if given(req.MaxRunning) {
+		n, err := parseMaxRunning(req.MaxRunning)
 		if err != nil {
-			return nil, &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Field: "rate_limit", Message: err.Error()}
+			return nil, err
+		}
+		u.MaxRunning = &n
+	}
+	if given(req.RateLimit) {
+		rate, err := queue.ParseRateLimit(rawText(req.RateLimit)) // of numbers, only 0 will do
+		if err != nil {
+			return nil, invalidField("rate_limit", "%s", strings.TrimPrefix(err.Error(), queue.ErrInvalid.Error()+": "))
 		}
 		u.Rate = &rate
 	}
 	if u.MaxRunning == nil && u.Rate == nil {
-		return nil, errorf(http.StatusBadRequest, codeInvalid, "give max_running or rate_limit")
+		return nil, invalidField("", give)
 	}
 	return s.steerQueue(r, u)
+}
+
+// given reports whether a raw field was sent with a value.
+func given(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+
+// rawText is a raw field's text: a string's contents, else the JSON as sent.
+func rawText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return strings.TrimSpace(s)
+	}
+	return string(raw)
+}
+
+// parseMaxRunning reads max_running: a whole number, or one in a string.
+func parseMaxRunning(raw json.RawMessage) (int, error) {
+	n, err := strconv.Atoi(rawText(raw))
+	if err != nil || n < 0 || n > queue.MaxRunningLimit {
+		var one bytes.Buffer // the value on one line
+		json.Compact(&one, raw)
+		return 0, invalidField("max_running", "max_running %s: must be a whole number from 0 (no limit) to %d", one.Bytes(), queue.MaxRunningLimit)
+	}
+	return n, nil
 }
 
 // steerQueue applies u to the queue named in the path.
 func (s *Server) steerQueue(r *http.Request, u queue.ControlUpdate) (any, error) {
 	name := r.PathValue("name")
+	if err := queue.CheckName("queue name", name); err != nil {
+		return nil, invalidField("name", "%s", strings.TrimPrefix(err.Error(), queue.ErrInvalid.Error()+": "))
+	}
 	u.Names = []string{name}
 	if err := s.cfg.Store.UpdateQueueControls(r.Context(), u); err != nil {
+		if errors.Is(err, queue.ErrInvalid) { // not a job's fault: no invalid_job
+			return nil, invalidField("", "%s", err)
+		}
 		return nil, err
 	}
 	s.cfg.Log.Info().Str("queue", name).Msg("queue controls changed over http")

@@ -2,6 +2,8 @@ package web
 
 import (
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/queuectl/queuectl/internal/view"
@@ -76,4 +78,81 @@ func TestWaitEndpoint(t *testing.T) {
 	if e := errCode(t, h.must(req{path: "/api/v1/jobs/a/wait?timeout=1h", token: viewerToken}, http.StatusBadRequest)); e.Field != "timeout" {
 		t.Errorf("wait with a long timeout: %+v", e)
 	}
+}
+
+// PUT …/limits takes what docs/http.md says: a number or a numeric string
+// for max_running, a rate or 0 for rate_limit, 0 or "0" removing a limit.
+// A bad body answers 400 invalid naming the field, in one line without Go's
+// decoding errors, and changes nothing.
+func TestQueueLimitsBody(t *testing.T) {
+	h := tokens(t)
+	put := func(path, body string, status int) *httptest.ResponseRecorder {
+		t.Helper()
+		return h.must(req{method: "PUT", path: path, body: body, token: adminToken}, status)
+	}
+	rate := func(q view.Queue) string {
+		if q.RateLimit == nil {
+			return ""
+		}
+		return *q.RateLimit
+	}
+	for _, tt := range []struct {
+		name, body string
+		running    int
+		rate       string
+	}{
+		{"numeric strings", `{"max_running":"3","rate_limit":"10/s"}`, 3, "10/s"},
+		{"max_running \"0\" removes only it", `{"max_running":"0"}`, 0, "10/s"},
+		{"rate_limit 0 removes it", `{"max_running":2,"rate_limit":0}`, 2, ""},
+		{"null keeps a limit", `{"max_running":null,"rate_limit":"5/m"}`, 2, "5/m"},
+	} {
+		q := decode[view.Queue](t, put("/api/v1/queues/q/limits", tt.body, http.StatusOK))
+		if q.MaxRunning != tt.running || rate(q) != tt.rate {
+			t.Errorf("%s: max_running %d, rate_limit %q; want %d, %q", tt.name, q.MaxRunning, rate(q), tt.running, tt.rate)
+		}
+	}
+
+	for _, tt := range []struct {
+		name, path, body, field, says string
+	}{
+		{"max_running as a word", "", `{"max_running":"many"}`, "max_running", `max_running "many"`},
+		{"negative max_running", "", `{"max_running":-1}`, "max_running", "max_running -1"},
+		{"max_running over the cap", "", `{"max_running":1000001}`, "max_running", "1000000"},
+		{"fractional max_running", "", `{"max_running":1.5}`, "max_running", "whole number"},
+		{"max_running as an object", "", "{\"max_running\":{\n\"n\": 1\n}}", "max_running", `{"n":1}`},
+		{"rate_limit as a number", "", `{"rate_limit":10}`, "rate_limit", `"10"`},
+		{"rate_limit as a word", "", `{"rate_limit":"fast"}`, "rate_limit", "COUNT/PERIOD"},
+		{"unknown field", "", `{"bogus":1}`, "bogus", `unknown field "bogus"`},
+		{"no field", "", `{}`, "", "give max_running or rate_limit"},
+		{"no body", "", ``, "", "give max_running or rate_limit"},
+		{"not an object", "", `[1]`, "", "must be an object"},
+		{"cut short", "", `{"max_running":`, "", "invalid limits JSON"},
+		{"two objects", "", `{"max_running":1} {}`, "", "trailing data"},
+		{"bad queue name", "/api/v1/queues/a%20b/limits", `{"max_running":1}`, "name", "white space"},
+	} {
+		path := tt.path
+		if path == "" {
+			path = "/api/v1/queues/q/limits"
+		}
+		e := errCode(t, put(path, tt.body, http.StatusBadRequest))
+		if e.Code != codeInvalid || e.Field != tt.field || !strings.Contains(e.Message, tt.says) ||
+			strings.ContainsAny(e.Message, "\n\r") || leaksGo(e.Message) {
+			t.Errorf("%s: %+v; want %s on %q saying %q", tt.name, e, codeInvalid, tt.field, tt.says)
+		}
+	}
+	qs := decode[[]view.Queue](t, h.must(req{path: "/api/v1/queues", token: viewerToken}, http.StatusOK))
+	if len(qs) != 1 || qs[0].MaxRunning != 2 || rate(qs[0]) != "5/m" {
+		t.Errorf("refused requests changed the limits: %+v", qs)
+	}
+}
+
+// leaksGo reports whether an error message shows Go's decoding errors or
+// internal wrapping instead of words for the API's users.
+func leaksGo(msg string) bool {
+	for _, s := range []string{"json:", "unmarshal", "Go struct", "Go value", "limitsRequest", "JobSpec", "update queue controls"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }

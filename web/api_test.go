@@ -83,11 +83,14 @@ func TestEnqueueValidatesLikeTheCLI(t *testing.T) {
 				{`{"command":"true","env":{"QUEUECTL_X":"1"}}`, codeInvalidJob, "env"},
 				{`{"command":"true","dir":"relative/dir"}`, codeInvalidJob, "dir"},
 				{`{"command":"true","priority":1000001}`, codeInvalidJob, "priority"},
+				{`[{"command":"true"}]`, codeInvalidJob, ""},
 			}
 			for _, tt := range tests {
 				rec := h.must(req{method: "POST", path: "/api/v1/jobs", body: tt.body, token: adminToken}, http.StatusBadRequest)
 				if e := errCode(t, rec); e.Code != tt.code || e.Field != tt.field || e.Message == "" {
 					t.Errorf("%s: %+v, want %s on %q", tt.body, e, tt.code, tt.field)
+				} else if leaksGo(e.Message) || strings.Contains(e.Message, `field ""`) {
+					t.Errorf("%s: message %q", tt.body, e.Message)
 				}
 			}
 			big := `{"command":"` + strings.Repeat("x", maxBody) + `"}`

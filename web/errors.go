@@ -43,6 +43,12 @@ func errorf(status int, code, format string, a ...any) *apiError {
 	return &apiError{Status: status, Code: code, Message: fmt.Sprintf(format, a...)}
 }
 
+// invalidField is a 400 invalid: a query parameter or body field is wrong
+// (field names it; "" when the request as a whole is).
+func invalidField(field, format string, a ...any) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Field: field, Message: fmt.Sprintf(format, a...)}
+}
+
 // toAPIError maps an error from the store or a parser to an apiError.
 func toAPIError(err error) *apiError {
 	var ae *apiError

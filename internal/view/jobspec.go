@@ -54,7 +54,7 @@ func ParseJobJSON(b []byte, now time.Time) (queue.NewJob, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		field, msg := jsonError(err)
+		field, msg := JSONError(err)
 		return queue.NewJob{}, specErrorf(field, "invalid job JSON: %s", msg)
 	}
 	if dec.More() {
@@ -96,15 +96,16 @@ func ParseJobJSON(b []byte, now time.Time) (queue.NewJob, error) {
 	return n, nil
 }
 
-// jsonError describes a decoding error and names its field when it can.
-func jsonError(err error) (field, msg string) {
+// JSONError describes an error of decoding a JSON object without Go's
+// type names, and names the field at fault when it can.
+func JSONError(err error) (field, msg string) {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
 		return "", fmt.Sprintf("%s at byte %d", syn.Error(), syn.Offset)
 	case errors.As(err, &typ) && typ.Field == "":
-		return "", fmt.Sprintf("a job must be %s, not %s", jsonKind(typ.Type), typ.Value)
+		return "", fmt.Sprintf("must be an object, not %s", typ.Value)
 	case errors.As(err, &typ) && (typ.Field == "env" || typ.Field == "labels") && typ.Type.Kind() == reflect.String:
 		// A value inside the object, which the error does not name.
 		return typ.Field, fmt.Sprintf("field %q must be an object of strings; a value is %s", typ.Field, typ.Value)

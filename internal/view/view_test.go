@@ -21,7 +21,7 @@ func TestParseJobJSONNamesTheField(t *testing.T) {
 		{"bad timeout", `{"command":"true","timeout":"soon"}`, "timeout", ""},
 		{"bad run_at", `{"command":"true","run_at":"tomorrow"}`, "run_at", ""},
 		{"syntax", `{"command":`, "", ""},
-		{"not an object", `[1,2]`, "", "a job must be an object, not array"},
+		{"not an object", `[1,2]`, "", "must be an object, not array"},
 		{"env value not a string", `{"command":"true","env":{"A":1}}`, "env", `field "env" must be an object of strings; a value is number`},
 		{"label value not a string", `{"command":"true","labels":{"a":true}}`, "labels", `field "labels" must be an object of strings; a value is bool`},
 	}
