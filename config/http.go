@@ -36,7 +36,7 @@ func (d *decoder) decodeHTTP(b *hcl.Block) *HTTP {
 	h := &HTTP{Listen: DefaultListen}
 	if attr, ok := content.Attributes["listen"]; ok {
 		if s, ok := d.str(attr); ok {
-			if err := checkListen(s); err != nil {
+			if err := CheckListen(s); err != nil {
 				d.attrError(attr, "Invalid listen address", err.Error())
 			} else {
 				h.Listen = s
@@ -82,9 +82,9 @@ func (d *decoder) decodeHTTP(b *hcl.Block) *HTTP {
 	return h
 }
 
-// checkListen accepts host:port with a port from 0 to 65535; an empty host
-// means every interface.
-func checkListen(s string) error {
+// CheckListen accepts host:port with a port from 0 to 65535; an empty host
+// means every interface. `queuectl serve --listen` checks the same way.
+func CheckListen(s string) error {
 	_, port, err := net.SplitHostPort(s)
 	if err != nil {
 		return fmt.Errorf("%q is not host:port (e.g. \"127.0.0.1:8080\" or \":8080\")", s)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/queuectl/queuectl/config"
 	"github.com/queuectl/queuectl/executor"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/web"
@@ -40,6 +41,11 @@ viewer token may read. Without any token the server listens on loopback
 addresses only.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Checked as the file's listen is, before anything else may fail
+			// or decide on the address (loopback or not).
+			if err := config.CheckListen(o.listen); err != nil {
+				return usagef("--listen: %v", err)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			log, err := a.logger(a.stderr)
@@ -58,7 +64,7 @@ addresses only.`,
 			return wait()
 		},
 	}
-	cmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on")
+	cmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on, host:port (an empty host: every interface)")
 	cmd.Flags().StringVar(&o.tokenFile, "token-file", "", "file holding the admin token (default $QUEUECTL_HTTP_TOKEN)")
 	cmd.Flags().StringVar(&o.viewerTokenFile, "viewer-token-file", "", "file holding the viewer token (default $QUEUECTL_HTTP_VIEWER_TOKEN)")
 	return cmd

@@ -116,6 +116,34 @@ func TestE2EServe(t *testing.T) {
 	}
 }
 
+// A --listen that is not host:port with a port from 0 to 65535 is bad
+// input, with or without a token: exit 2, one line naming the flag and the
+// problem, as the file's http { listen } is refused.
+func TestE2EServeRefusesABadListenAddress(t *testing.T) {
+	c := newCLI(t)
+	tokenFile := filepath.Join(c.home, "token")
+	os.WriteFile(tokenFile, []byte("admin-token\n"), 0o600)
+	for _, tt := range []struct {
+		listen, says string
+		token        bool
+	}{
+		{"nonsense", "is not host:port", false},
+		{"nonsense", "is not host:port", true},
+		{"127.0.0.1:99999", "the port must be a number from 0 to 65535", false},
+		{"0.0.0.0:99999", "the port must be a number from 0 to 65535", true},
+	} {
+		args := []string{"serve", "--listen", tt.listen}
+		if tt.token {
+			args = append(args, "--token-file", tokenFile)
+		}
+		_, errOut, exit := c.run(args...)
+		if exit != 2 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "--listen") ||
+			!strings.Contains(errOut, tt.listen) || !strings.Contains(errOut, tt.says) || strings.Contains(errOut, "token") {
+			t.Errorf("serve --listen %s (token %v): exit %d: %q", tt.listen, tt.token, exit, errOut)
+		}
+	}
+}
+
 func TestE2ERunServesHTTP(t *testing.T) {
 	c := newCLI(t)
 	cfg := filepath.Join(c.home, "queue.hcl")
