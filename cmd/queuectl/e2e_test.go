@@ -567,6 +567,10 @@ func TestE2EBadInput(t *testing.T) {
 		{"id not UTF-8", []string{"enqueue", "{\"id\":\"a\xff\",\"command\":\"true\"}"}, 2, "not valid UTF-8"},
 		{"timeout below 1ms", []string{"enqueue", `{"command":"true","timeout":"1us"}`}, 2, "timeout"},
 		{"run_at beyond 9999", []string{"enqueue", `{"command":"true","run_at":"+3000000d"}`}, 2, "run_at"},
+		{"output attempt 0", []string{"output", "taken", "--attempt", "0"}, 2, "--attempt 0: must be 1 or more"},
+		{"output attempt -1", []string{"output", "taken", "--attempt", "-1"}, 2, "--attempt -1: must be 1 or more"},
+		{"output nth 0", []string{"output", "taken", "--nth", "0"}, 2, "--nth 0: must be 1 or more"},
+		{"output nth -2", []string{"output", "taken", "--nth", "-2"}, 2, "--nth -2: must be 1 or more"},
 	}
 	before := c.ok("list", "--json")
 	for _, tc := range tests {

@@ -280,16 +280,19 @@ its attempt starts; a finished one: print its output and exit). Works from
 any process and, on PostgreSQL, from any host.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if attempt < 0 {
+			// 0 is the flags' "not given", so a given 0 is caught by Changed:
+			// it would name the latest attempt, which no attempt is numbered.
+			byNumber, byIndex := cmd.Flags().Changed("attempt"), cmd.Flags().Changed("nth")
+			if byNumber && attempt < 1 {
 				return usagef("--attempt %d: must be 1 or more", attempt)
 			}
-			if nth < 0 {
+			if byIndex && nth < 1 {
 				return usagef("--nth %d: must be 1 or more", nth)
 			}
-			if attempt != 0 && nth != 0 {
+			if byNumber && byIndex {
 				return usagef("output: --attempt and --nth each name an attempt; give one")
 			}
-			if follow && (attempt != 0 || nth != 0) {
+			if follow && (byNumber || byIndex) {
 				return usagef("output: --follow follows the running attempt; it does not go with --attempt or --nth")
 			}
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
