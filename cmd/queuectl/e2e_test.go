@@ -571,6 +571,19 @@ func TestE2EBadInput(t *testing.T) {
 		{"output attempt -1", []string{"output", "taken", "--attempt", "-1"}, 2, "--attempt -1: must be 1 or more"},
 		{"output nth 0", []string{"output", "taken", "--nth", "0"}, 2, "--nth 0: must be 1 or more"},
 		{"output nth -2", []string{"output", "taken", "--nth", "-2"}, 2, "--nth -2: must be 1 or more"},
+		{"lease zero", []string{"worker", "start", "--lease", "0s"}, 2, "--lease 0: must be from 1s to 24h"},
+		{"lease below 1s", []string{"worker", "start", "--lease", "100ms"}, 2, "--lease 100ms: must be from 1s to 24h"},
+		{"lease over a day", []string{"worker", "start", "--lease", "25h"}, 2, "--lease 25h: must be from 1s to 24h"},
+		{"poll zero", []string{"worker", "start", "--poll", "0"}, 2, "--poll 0: must be from 100ms to 1h"},
+		{"poll below 100ms", []string{"worker", "start", "--poll", "10ms"}, 2, "--poll 10ms: must be from 100ms to 1h"},
+		{"negative kill grace", []string{"worker", "start", "--kill-grace", "-1s"}, 2, "--kill-grace -1s: must be from 100ms to 1h"},
+		{"kill grace zero", []string{"worker", "start", "--kill-grace", "0"}, 2, "--kill-grace 0: must be from 100ms to 1h"},
+		{"foreground lease zero", []string{"worker", "start", "--foreground", "--lease", "0s"}, 2, "--lease 0: must be from 1s to 24h"},
+		{"worker run lease zero", []string{"worker", "run", "--lease", "0s"}, 2, "--lease 0: must be from 1s to 24h"},
+		{"worker run poll zero", []string{"worker", "run", "--poll", "0s"}, 2, "--poll 0: must be from 100ms to 1h"},
+		{"worker run kill grace zero", []string{"worker", "run", "--kill-grace", "0s"}, 2, "--kill-grace 0: must be from 100ms to 1h"},
+		{"service lease zero", []string{"run", "-c", "queue.hcl", "--lease", "0s"}, 2, "--lease 0: must be from 1s to 24h"},
+		{"service kill grace zero", []string{"run", "-c", "queue.hcl", "--kill-grace", "0s"}, 2, "--kill-grace 0: must be from 100ms to 1h"},
 	}
 	before := c.ok("list", "--json")
 	for _, tc := range tests {

@@ -212,6 +212,12 @@ file keeps the old one and the reason is logged. Several run and worker
 processes may share one database.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := leaseRange.check(o.lease); err != nil {
+				return err
+			}
+			if err := killGraceRange.check(o.kill); err != nil {
+				return err
+			}
 			if err := a.requireFile(cmd); err != nil {
 				return err
 			}
@@ -219,8 +225,8 @@ processes may share one database.`,
 		},
 	}
 	cmd.Flags().DurationVar(&o.grace, "grace", 0, "after a stop signal, how long running jobs may finish before they are stopped and put back (0: until a second signal)")
-	cmd.Flags().DurationVar(&o.kill, "kill-grace", 5*time.Second, "on timeout or stop, how long a job has between SIGTERM and SIGKILL")
-	cmd.Flags().DurationVar(&o.lease, "lease", 30*time.Second, "job lease")
+	cmd.Flags().DurationVar(&o.kill, "kill-grace", 5*time.Second, "on timeout or stop, how long a job has between SIGTERM and SIGKILL, 100ms to 1h")
+	cmd.Flags().DurationVar(&o.lease, "lease", 30*time.Second, "job lease, 1s to 24h")
 	retryJitterFlag(cmd.Flags(), &o.jitter)
 	return cmd
 }

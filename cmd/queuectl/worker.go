@@ -56,12 +56,66 @@ func (o *workerOptions) flags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.queues, "queue", "q", nil, "queue to work (repeatable; default: every queue)")
 	f.DurationVar(&o.grace, "grace", 0, "after a stop signal, how long running jobs may finish before they are stopped and put back (0: until a second signal)")
-	f.DurationVar(&o.lease, "lease", 30*time.Second, "job lease; a job whose worker stops renewing it is rescued after this long")
-	f.DurationVar(&o.poll, "poll", 2*time.Second, "fallback poll interval when idle (wake-ups normally start jobs at once)")
-	f.DurationVar(&o.kill, "kill-grace", 5*time.Second, "on timeout or stop, how long a job has between SIGTERM and SIGKILL")
+	f.DurationVar(&o.lease, "lease", 30*time.Second, "job lease, 1s to 24h; a job whose worker stops renewing it is rescued after this long")
+	f.DurationVar(&o.poll, "poll", 2*time.Second, "fallback poll interval when idle, 100ms to 1h (wake-ups normally start jobs at once)")
+	f.DurationVar(&o.kill, "kill-grace", 5*time.Second, "on timeout or stop, how long a job has between SIGTERM and SIGKILL, 100ms to 1h")
 	retryJitterFlag(f, &o.jitter)
 	f.IntVar(&o.rotation.MaxSizeMB, "log-max-size", supervise.DefaultLogRotation.MaxSizeMB, "detached workers: start a new log file when the current one reaches this many megabytes")
 	f.IntVar(&o.rotation.Backups, "log-backups", supervise.DefaultLogRotation.Backups, "detached workers: how many rotated log files each worker keeps")
+}
+
+// durationRange is the range a duration flag accepts.
+type durationRange struct {
+	flag     string
+	min, max time.Duration
+}
+
+// Ranges of the tuning flags of worker start, worker run and run. The
+// engine and the executor take 0 or less for their defaults, so a value
+// out of range is refused here rather than silently replaced.
+var (
+	// A lease is renewed every third of itself, and a running job whose
+	// lease was not renewed for three quarters of it is stopped: under a
+	// second, a single slow commit stops running jobs. Over a day, a job
+	// of a worker that vanished from another host waits that long to be
+	// rescued.
+	leaseRange = durationRange{"lease", time.Second, 24 * time.Hour}
+	// Idle workers are woken when jobs arrive; the poll is the fallback.
+	// Under 100ms it only turns idle workers into a stream of claims.
+	pollRange = durationRange{"poll", 100 * time.Millisecond, time.Hour}
+	// Time for a job's processes to act on SIGTERM; shorter is SIGKILL
+	// at once in all but name.
+	killGraceRange = durationRange{"kill-grace", 100 * time.Millisecond, time.Hour}
+)
+
+// check refuses d outside the range, naming the flag.
+func (r durationRange) check(d time.Duration) error {
+	if d < r.min || d > r.max {
+		return usagef("--%s %s: must be from %s to %s", r.flag, flagDuration(d), flagDuration(r.min), flagDuration(r.max))
+	}
+	return nil
+}
+
+// flagDuration writes d as a duration flag takes it: compactly, but in
+// hours rather than days ("24h", "100ms", "0").
+func flagDuration(d time.Duration) string {
+	if d != 0 && d%time.Hour == 0 {
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	}
+	return queue.FormatDuration(d)
+}
+
+// checkTuning checks the duration flags before a worker starts.
+func (o *workerOptions) checkTuning() error {
+	for _, c := range []struct {
+		r durationRange
+		d time.Duration
+	}{{leaseRange, o.lease}, {pollRange, o.poll}, {killGraceRange, o.kill}} {
+		if err := c.r.check(c.d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func retryJitterFlag(f *pflag.FlagSet, v *float64) {
@@ -96,6 +150,9 @@ func (a *app) workerRunCmd() *cobra.Command {
 }
 
 func (a *app) runWorker(ctx context.Context, o *workerOptions) error {
+	if err := o.checkTuning(); err != nil {
+		return err
+	}
 	if err := o.rotation.Check(); err != nil {
 		return usageError{err}
 	}
@@ -174,6 +231,9 @@ and puts them back in the queue.`,
 				return usagef("--concurrency %d: must be from 1 to %d", o.slots, maxConcurrency)
 			}
 			// Check what the worker processes would refuse before starting any.
+			if err := o.checkTuning(); err != nil {
+				return err
+			}
 			if _, err := retryPolicy(o.jitter); err != nil {
 				return err
 			}
