@@ -37,8 +37,11 @@ func (a *app) dlqCmd() *cobra.Command {
 		Use:   "retry ID... | --all",
 		Short: "Send dead jobs back to pending with their attempts reset",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if all == (len(args) > 0) {
+			switch {
+			case all && len(args) > 0:
 				return usagef("dlq retry: give job ids or --all, not both")
+			case !all && len(args) == 0:
+				return usagef("dlq retry: give the ids of dead jobs, or --all")
 			}
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 				if !all {

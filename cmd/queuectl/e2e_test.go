@@ -584,6 +584,8 @@ func TestE2EBadInput(t *testing.T) {
 		{"worker run kill grace zero", []string{"worker", "run", "--kill-grace", "0s"}, 2, "--kill-grace 0: must be from 100ms to 1h"},
 		{"service lease zero", []string{"run", "-c", "queue.hcl", "--lease", "0s"}, 2, "--lease 0: must be from 1s to 24h"},
 		{"service kill grace zero", []string{"run", "-c", "queue.hcl", "--kill-grace", "0s"}, 2, "--kill-grace 0: must be from 100ms to 1h"},
+		{"dlq retry of nothing", []string{"dlq", "retry"}, 2, "dlq retry: give the ids of dead jobs, or --all"},
+		{"dlq retry of ids and all", []string{"dlq", "retry", "--all", "taken"}, 2, "dlq retry: give job ids or --all, not both"},
 	}
 	before := c.ok("list", "--json")
 	for _, tc := range tests {
