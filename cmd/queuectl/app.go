@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -206,10 +207,16 @@ func (a *app) warnReadable(path string) {
 // database its `run -c FILE` uses.
 func (a *app) dsn() (string, error) {
 	if a.dbFlag != "" {
+		if err := checkDSN("--db", a.dbFlag); err != nil {
+			return "", err
+		}
 		a.warnReadable(a.dbFlag)
 		return a.dbFlag, nil
 	}
 	if d := a.getenv("QUEUECTL_DB"); d != "" {
+		if err := checkDSN("QUEUECTL_DB", d); err != nil {
+			return "", err
+		}
 		a.warnReadable(d)
 		return d, nil
 	}
@@ -243,6 +250,20 @@ func (a *app) hostName() string {
 
 func isPostgresURL(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// urlScheme matches the start of a URL: a scheme, then "://".
+var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+
+// checkDSN refuses a database given by where (--db or QUEUECTL_DB) that is
+// a URL of another kind than postgres:// or postgresql://, which would
+// otherwise be taken for a SQLite file path. A path may hold ':' anywhere
+// else. Only the scheme is quoted: the rest may hold a password.
+func checkDSN(where, dsn string) error {
+	if m := urlScheme.FindString(dsn); m != "" && !isPostgresURL(dsn) {
+		return usagef("%s: unsupported database URL %q: use a SQLite file path or a postgres:// or postgresql:// URL", where, m+"…")
+	}
+	return nil
 }
 
 // openStore opens the database named by dsn.

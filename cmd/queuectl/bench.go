@@ -96,6 +96,9 @@ func contains(list []string, s string) bool {
 
 // benchDatabases sets how scratch databases are made and measured.
 func (a *app) benchDatabases(cfg *bench.Config) error {
+	if err := checkDSN("--db", a.dbFlag); err != nil {
+		return err
+	}
 	if !isPostgresURL(a.dbFlag) {
 		cfg.NewDB = func(ctx context.Context) (string, func(), error) {
 			dir, err := os.MkdirTemp("", "queuectl-bench-db-")

@@ -586,6 +586,12 @@ func TestE2EBadInput(t *testing.T) {
 		{"service kill grace zero", []string{"run", "-c", "queue.hcl", "--kill-grace", "0s"}, 2, "--kill-grace 0: must be from 100ms to 1h"},
 		{"dlq retry of nothing", []string{"dlq", "retry"}, 2, "dlq retry: give the ids of dead jobs, or --all"},
 		{"dlq retry of ids and all", []string{"dlq", "retry", "--all", "taken"}, 2, "dlq retry: give job ids or --all, not both"},
+		{"mysql URL", []string{"--db", "mysql://x", "status"}, 2, `--db: unsupported database URL "mysql://…": use a SQLite file path or a postgres:// or postgresql:// URL`},
+		{"sqlite URL", []string{"--db", "sqlite:///tmp/q.db", "status"}, 2, `--db: unsupported database URL "sqlite://…"`},
+		{"file URL", []string{"--db", "file://q.db", "list"}, 2, `--db: unsupported database URL "file://…"`},
+		{"upper-case postgres URL", []string{"--db", "POSTGRES://db/q", "status"}, 2, `--db: unsupported database URL "POSTGRES://…"`},
+		{"URL to a worker", []string{"--db", "redis://x", "worker", "start"}, 2, `--db: unsupported database URL "redis://…"`},
+		{"URL to bench", []string{"--db", "mysql://x", "bench", "--quick"}, 2, `--db: unsupported database URL "mysql://…"`},
 	}
 	before := c.ok("list", "--json")
 	for _, tc := range tests {
@@ -610,6 +616,34 @@ func TestE2EBadInput(t *testing.T) {
 	}
 	if got := c.ok("config", "get", "max_retries"); got != "3\n" {
 		t.Fatalf("config changed: %q", got)
+	}
+}
+
+// A --db or QUEUECTL_DB that looks like a URL is a PostgreSQL one or
+// refused, never taken for a SQLite path; a path may hold ':' elsewhere.
+func TestE2EDatabaseURLs(t *testing.T) {
+	c := newCLI(t)
+	c.db = "mysql://admin:hunter2@db/q"
+	_, errOut, code := c.run("status")
+	if want := `queuectl: QUEUECTL_DB: unsupported database URL "mysql://…": use a SQLite file path or a postgres:// or postgresql:// URL` + "\n"; code != 2 || errOut != want {
+		t.Errorf("QUEUECTL_DB mysql URL: exit %d, stderr %q; want 2, %q", code, errOut, want)
+	}
+	if _, errOut, _ := c.run("--db", "mysql://admin:hunter2@db/q", "status"); strings.Contains(errOut, "hunter2") {
+		t.Errorf("the error shows the URL's password: %q", errOut)
+	}
+	for _, path := range []string{"a:b.db", "q.db:", "x:/y.db", "1http://x.db"} {
+		t.Run(path, func(t *testing.T) {
+			if strings.Contains(path, "/") {
+				if err := os.MkdirAll(filepath.Join(c.home, filepath.Dir(path)), 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.db = path
+			c.ok("enqueue", "--command", "true")
+			if _, err := os.Stat(filepath.Join(c.home, path)); err != nil {
+				t.Errorf("no SQLite file at %s: %v", path, err)
+			}
+		})
 	}
 }
 
