@@ -19,7 +19,7 @@ func (a *app) dlqCmd() *cobra.Command {
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List dead jobs",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 				jobs, err := st.ListJobs(ctx, queue.ListParams{States: []queue.State{queue.StateDead}, Limit: limit})
@@ -80,7 +80,7 @@ func (a *app) retryCmd() *cobra.Command {
 		Short: "Run failed or dead jobs again now",
 		Long: `Move failed jobs (waiting for their backoff) or dead jobs back to pending,
 runnable now. A dead job's attempts are reset; a failed job keeps its count.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 				moved, err := st.RetryJobs(ctx, queue.RetryParams{IDs: args, Now: a.now()})
@@ -104,7 +104,7 @@ func (a *app) cancelCmd() *cobra.Command {
 		Long: `Cancel a job. A pending or failed job is cancelled at once; for a running job
 its worker stops the command's process group, and this command waits until
 the job is cancelled (or has finished first).`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 				was, err := st.CancelJob(ctx, args[0], a.now())
@@ -158,7 +158,7 @@ updated longer ago than --older-than. Dead jobs are the record of what
 failed: they are deleted only when asked for with --state dead. --dry-run
 counts what would go and deletes nothing. A service's retention block does
 the same continuously (docs/operations.md).`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if olderThan == "" {
 				return usagef("cleanup: --older-than is required (e.g. 7d, 12h)")

@@ -146,7 +146,7 @@ func wrapArgs(c *cobra.Command) {
 			case !cmd.HasParent(): // main prefixes "queuectl: " already
 				return usageError{err}
 			}
-			return usageError{fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
+			return usageError{fmt.Errorf("%s: %w", commandName(cmd), err)}
 		}
 	}
 	for _, sub := range c.Commands() {

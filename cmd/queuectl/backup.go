@@ -25,7 +25,7 @@ exist), online: workers and services keep running. The copy is one snapshot
 To restore: stop the service and workers, replace the database file with the
 copy (removing its -wal and -shm files), and start them again. PostgreSQL
 databases are backed up with the server's tools (pg_dump).`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 				b, ok := st.(backuper)

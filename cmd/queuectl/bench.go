@@ -33,7 +33,7 @@ measured in the same run, or against its target.
 The scratch database is a temporary SQLite file, or a new schema in the
 PostgreSQL database given with --db postgres://… (dropped afterwards).
 Scenarios: ` + strings.Join(bench.Scenarios(), ", ") + `.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := bench.Defaults()
 			if quick {

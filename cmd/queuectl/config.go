@@ -31,7 +31,7 @@ Keys may be spelled with underscores (max_retries).`,
 		Use:     "get [KEY]",
 		Aliases: []string{"show"},
 		Short:   "Show one or all settings",
-		Args:    cobra.MaximumNArgs(1),
+		Args:    maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			keys := queue.SettingKeys()
 			if len(args) == 1 {
@@ -78,7 +78,7 @@ Keys may be spelled with underscores (max_retries).`,
 	set := &cobra.Command{
 		Use:   "set KEY VALUE",
 		Short: "Change a setting",
-		Args:  cobra.ExactArgs(2),
+		Args:  exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			k, v, err := queue.CheckSetting(args[0], args[1])
 			if err != nil {
@@ -104,7 +104,7 @@ func (a *app) statsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats",
 		Short: "Counts, failure rate, run times, throughput and slowest jobs, per queue",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			window, err := queue.ParseDuration(since)
 			if err != nil || window <= 0 {

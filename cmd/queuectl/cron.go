@@ -113,7 +113,7 @@ func (a *app) cronListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List recurring jobs with their last and next fire and last outcome",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ts, st, err := a.templatesFor(cmd.Context(), false)
 			if err != nil {
@@ -157,7 +157,7 @@ func (a *app) cronNextCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "next NAME [-n 10]",
 		Short: "Show the next fire times of a recurring job, in its zone and in UTC",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n < 1 || n > 10000 {
 				return usagef("-n %d: must be from 1 to 10000", n)
@@ -192,7 +192,7 @@ func (a *app) cronTriggerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trigger NAME",
 		Short: "Run a recurring job now, through the queue, under its overlap policy",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			t, st, err := a.template(ctx, args[0], true)
@@ -235,7 +235,7 @@ database (e.g. the SQLite file) to the PostgreSQL database at URL, in one
 transaction. Stop workers and services first: a job that is running refuses
 the copy. The target must hold no jobs. Then point the services at URL
 (database = "postgres://…" in the file, or --db).`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if to != "" {
 				return a.migrateTo(cmd.Context(), to)

@@ -550,11 +550,20 @@ func TestE2EBadInput(t *testing.T) {
 		{"unknown flag", []string{"list", "--colour"}, 2, "colour"},
 		{"extra argument", []string{"show", "a", "b"}, 2, "show"},
 		{"unknown command", []string{"bogus"}, 2, "bogus"},
-		{"unknown worker subcommand", []string{"worker", "bogus"}, 2, "queuectl worker: unknown command \"bogus\""},
-		{"unknown dlq subcommand", []string{"dlq", "bogus"}, 2, "queuectl dlq: unknown command"},
-		{"unknown config subcommand", []string{"config", "bogus"}, 2, "queuectl config: unknown command"},
-		{"unknown cron subcommand", []string{"cron", "bogus"}, 2, "queuectl cron: unknown command"},
-		{"argument to a command without any", []string{"status", "bogus"}, 2, "queuectl status"},
+		{"unknown worker subcommand", []string{"worker", "bogus"}, 2, "queuectl: worker: unknown command \"bogus\""},
+		{"unknown dlq subcommand", []string{"dlq", "bogus"}, 2, "queuectl: dlq: unknown command"},
+		{"unknown config subcommand", []string{"config", "bogus"}, 2, "queuectl: config: unknown command"},
+		{"unknown cron subcommand", []string{"cron", "bogus"}, 2, "queuectl: cron: unknown command"},
+		{"argument to a command without any", []string{"status", "bogus"}, 2, "queuectl: status: takes no arguments, got \"bogus\""},
+		{"argument to a subcommand without any", []string{"queue", "list", "x"}, 2, "queuectl: queue list: takes no arguments, got \"x\""},
+		{"argument to validate", []string{"validate", "x"}, 2, "queuectl: validate: takes no arguments"},
+		{"retry of nothing", []string{"retry"}, 2, "queuectl: retry: requires at least 1 argument"},
+		{"pause of nothing", []string{"queue", "pause"}, 2, "queuectl: queue pause: requires at least 1 argument"},
+		{"show of nothing", []string{"show"}, 2, "queuectl: show: takes 1 argument, got 0"},
+		{"config set of one", []string{"config", "set", "timeout"}, 2, "queuectl: config set: takes 2 arguments, got 1"},
+		{"config get of two", []string{"config", "get", "timeout", "max-retries"}, 2, "queuectl: config get: takes at most 1 argument, got 2"},
+		{"validate without a file", []string{"validate"}, 2, "queuectl: validate: a configuration file is required"},
+		{"queue set of a negative limit", []string{"queue", "set", "q", "--max-running", "-1"}, 2, "queuectl: queue set: "},
 		{"unknown subcommand flag", []string{"worker", "start", "--bogus"}, 2, "bogus"},
 		{"bad log level", []string{"--log-level", "bogus", "status"}, 2, "--log-level"},
 		{"bad log format", []string{"status", "--log-format", "bogus"}, 2, "--log-format"},
@@ -605,6 +614,9 @@ func TestE2EBadInput(t *testing.T) {
 			}
 			if strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, tc.msg) {
 				t.Errorf("want one line naming %q, got %q", tc.msg, errOut)
+			}
+			if strings.Contains(errOut, "queuectl: queuectl") || strings.Contains(errOut, "arg(s)") {
+				t.Errorf("the program is named twice, or cobra's wording leaks: %q", errOut)
 			}
 		})
 	}

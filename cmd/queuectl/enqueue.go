@@ -58,7 +58,7 @@ Prints each new job id on its own line.`,
   queuectl enqueue --command 'echo hello' --queue reports --run-at +5m
   queuectl enqueue --command 'make test' --dir ~/src/app --env CI=1 --label team=web
   queuectl enqueue --file jobs.jsonl`,
-		Args: cobra.MaximumNArgs(1),
+		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runEnqueue(cmd, args, &o)
 		},

@@ -20,7 +20,7 @@ func (a *app) statusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show job counts by state and queue, and active workers",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 				counts, err := st.CountJobs(ctx)
@@ -116,7 +116,7 @@ func (a *app) listCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List jobs, newest first",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p := queue.ListParams{Queue: q, Limit: limit}
 			if state != "" {
@@ -163,7 +163,7 @@ func (a *app) showCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show every field of a job and its attempt history",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 				j, err := st.GetJob(ctx, args[0])
@@ -278,7 +278,7 @@ With -f, follow the running attempt's output as it is printed, from the
 start of the attempt, and exit when the attempt ends (a pending job: once
 its attempt starts; a finished one: print its output and exit). Works from
 any process and, on PostgreSQL, from any host.`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// 0 is the flags' "not given", so a given 0 is caught by Changed:
 			// it would name the latest attempt, which no attempt is numbered.

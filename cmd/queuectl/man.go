@@ -22,7 +22,7 @@ func (a *app) manCmd() *cobra.Command {
 		Use:    "man DIR",
 		Short:  "Write man pages for every command into DIR",
 		Hidden: true,
-		Args:   cobra.ExactArgs(1),
+		Args:   exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := os.MkdirAll(args[0], 0o755); err != nil {
 				return fmt.Errorf("create %s: %w", args[0], err)

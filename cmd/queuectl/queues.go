@@ -27,7 +27,7 @@ func (a *app) queueListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List queues: pause, limits, job counts and the oldest pending job's age",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 				qs, err := view.LoadQueues(ctx, st, a.now())
@@ -89,7 +89,7 @@ func (a *app) queuePauseCmd(pause bool) *cobra.Command {
 	return &cobra.Command{
 		Use:   use,
 		Short: short,
-		Args:  cobra.MinimumNArgs(1),
+		Args:  minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.updateQueues(cmd, queue.ControlUpdate{Names: args, Paused: &pause})
 		},
@@ -110,7 +110,7 @@ A configuration file's queue block sets them again when its service starts
 or reloads.`,
 		Example: `  queuectl queue set api --max-running 4 --rate-limit 10/s
   queuectl queue set api --rate-limit 0`,
-		Args: cobra.MinimumNArgs(1),
+		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			u := queue.ControlUpdate{Names: args}
 			if cmd.Flags().Changed("max-running") {
@@ -138,7 +138,7 @@ or reloads.`,
 // changes nothing.
 func (a *app) updateQueues(cmd *cobra.Command, u queue.ControlUpdate) error {
 	if err := u.Check(); err != nil {
-		return usageError{fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
+		return usageError{fmt.Errorf("%s: %w", commandName(cmd), err)}
 	}
 	return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 		return st.UpdateQueueControls(ctx, u)

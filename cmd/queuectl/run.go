@@ -38,7 +38,7 @@ func (o *fileOptions) flags(fs *pflag.FlagSet, getenv func(string) string) {
 // requireFile fails with a usage error when no configuration file is given.
 func (a *app) requireFile(cmd *cobra.Command) error {
 	if a.file.path == "" {
-		return usagef("%s: a configuration file is required: -c FILE (or $QUEUECTL_CONFIG)", cmd.CommandPath())
+		return usagef("%s: a configuration file is required: -c FILE (or $QUEUECTL_CONFIG)", commandName(cmd))
 	}
 	return nil
 }
@@ -155,7 +155,7 @@ func (a *app) validateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate -c FILE",
 		Short: "Check a configuration file and show what it declares",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := a.requireFile(cmd); err != nil {
 				return err
@@ -210,7 +210,7 @@ SIGINT/SIGTERM stop gracefully (running jobs finish; a second signal or
 --grace stops them and puts them back). SIGHUP reloads the file; an invalid
 file keeps the old one and the reason is logged. Several run and worker
 processes may share one database.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := leaseRange.check(o.lease); err != nil {
 				return err

@@ -39,7 +39,7 @@ QUEUECTL_HTTP_TOKEN and QUEUECTL_HTTP_VIEWER_TOKEN, never from the command
 line. The admin token may act (enqueue, retry, cancel, discard, trigger); the
 viewer token may read. Without any token the server listens on loopback
 addresses only.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Checked as the file's listen is, before anything else may fail
 			// or decide on the address (loopback or not).

@@ -60,7 +60,7 @@ func (a *app) versionCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, commit and build date",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			v := readVersion()
 			if asJSON {

@@ -55,7 +55,7 @@ Woken by the database's job events (another process's or host's finish),
 not by slow polling.`,
 		Example: `  queuectl wait job1 job2 && echo both completed
   queuectl wait --timeout 10m --json job1`,
-		Args: cobra.MinimumNArgs(1),
+		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var limit time.Duration
 			if timeout != "" {

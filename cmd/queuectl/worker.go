@@ -137,7 +137,7 @@ func (a *app) workerRunCmd() *cobra.Command {
 		Use:    "run",
 		Short:  "Run one worker process in the foreground",
 		Hidden: true,
-		Args:   cobra.NoArgs,
+		Args:   noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runWorker(cmd.Context(), &o)
 		},
@@ -222,7 +222,7 @@ at --log-max-size megabytes, --log-backups old files kept per worker), and
 the command returns once they are registered, printing their pids. With --foreground they stay
 attached: Ctrl-C stops them gracefully, a second Ctrl-C stops running jobs
 and puts them back in the queue.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if count < 1 {
 				return usagef("--count %d: must be at least 1", count)
@@ -340,7 +340,7 @@ With --all-hosts, workers on other hosts (sharing a PostgreSQL database) are
 asked too, through the database: they see the request at their next
 heartbeat and stop the same graceful way. They cannot be forced from here;
 after --timeout the command reports those still running.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 				return supervise.Stop(ctx, st, supervise.StopParams{
@@ -359,7 +359,7 @@ func (a *app) workerListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List registered workers",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 				ws, err := st.ListWorkers(ctx)
