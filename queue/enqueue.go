@@ -99,7 +99,7 @@ func (n NewJob) Resolve(s Settings, now time.Time) (*Job, error) {
 		return nil, fmt.Errorf("%w: backoff_base %g out of range %g..%g", ErrInvalid, s.BackoffBase, BackoffBaseMin, BackoffBaseMax)
 	}
 	if s.MaxBackoff < 0 || s.MaxBackoff > MaxBackoffLimit {
-		return nil, fmt.Errorf("%w: max_backoff %s out of range 0..30d", ErrInvalid, s.MaxBackoff)
+		return nil, fmt.Errorf("%w: max_backoff %s out of range 0..%s", ErrInvalid, FormatDuration(s.MaxBackoff), FormatDuration(MaxBackoffLimit))
 	}
 	if err := CheckEnv(n.Env); err != nil {
 		return nil, err
@@ -155,7 +155,7 @@ func (n NewJob) checkShape(id string) error {
 	}
 	switch {
 	case n.UniqueFor < 0 || n.UniqueFor > MaxUniqueFor:
-		return fmt.Errorf("%w: unique_for %s out of range 0..366d", ErrInvalid, n.UniqueFor)
+		return fmt.Errorf("%w: unique_for %s out of range 0..%s", ErrInvalid, FormatDuration(n.UniqueFor), FormatDuration(MaxUniqueFor))
 	case n.UniqueFor > 0 && n.UniqueKey == "":
 		return fmt.Errorf("%w: unique_for needs a unique_key", ErrInvalid)
 	}

@@ -84,7 +84,7 @@ func CheckDir(dir string) error {
 // CheckTimeout validates a job timeout: 0 (none) or MinTimeout..MaxTimeoutLimit.
 func CheckTimeout(d time.Duration) error {
 	if d != 0 && (d < MinTimeout || d > MaxTimeoutLimit) {
-		return fmt.Errorf("%w: timeout %s out of range %s..30d (0 means none)", ErrInvalid, d, MinTimeout)
+		return fmt.Errorf("%w: timeout %s out of range %s..%s (0 means none)", ErrInvalid, FormatDuration(d), FormatDuration(MinTimeout), FormatDuration(MaxTimeoutLimit))
 	}
 	return nil
 }

@@ -144,15 +144,18 @@ func jsonKind(t reflect.Type) string {
 }
 
 // ParseTimeout parses a job timeout: seconds or a duration such as 90s.
+// A negative one is a duration all the same, and is refused as negative.
 func ParseTimeout(s string) (time.Duration, error) {
 	d, err := queue.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration (use seconds or e.g. 90s, 5m)", s)
+	if err == nil {
+		return d, nil
 	}
-	if d < 0 {
-		return 0, fmt.Errorf("%q must not be negative", s)
+	if abs, neg := strings.CutPrefix(strings.TrimSpace(s), "-"); neg {
+		if _, err := queue.ParseDuration(abs); err == nil {
+			return 0, fmt.Errorf("%q must not be negative", s)
+		}
 	}
-	return d, nil
+	return 0, fmt.Errorf("%q is not a duration (use seconds or e.g. 90s, 5m)", s)
 }
 
 // ParseRunAt accepts an RFC 3339 time or a delay "+30s", "+5m", "+2h", "+1d".

@@ -3,11 +3,43 @@ package view
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/queuectl/queuectl/queue"
 )
+
+func TestParseTimeout(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		err  string
+	}{
+		{"90", 90 * time.Second, ""},
+		{"1h30m", 90 * time.Minute, ""},
+		{"1d", 24 * time.Hour, ""},
+		{"0", 0, ""},
+		{"-5s", 0, `"-5s" must not be negative`},
+		{" -1d ", 0, `" -1d " must not be negative`},
+		{"-5", 0, `"-5" must not be negative`},
+		{"soon", 0, `"soon" is not a duration`},
+		{"-soon", 0, `"-soon" is not a duration`},
+		{"--5s", 0, `"--5s" is not a duration`},
+		{"-", 0, `"-" is not a duration`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseTimeout(tt.in)
+			switch {
+			case tt.err == "" && (err != nil || got != tt.want):
+				t.Errorf("ParseTimeout(%q) = %s, %v; want %s", tt.in, got, err, tt.want)
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+				t.Errorf("ParseTimeout(%q) = %s, %v; want an error saying %s", tt.in, got, err, tt.err)
+			}
+		})
+	}
+}
 
 func TestParseJobJSONNamesTheField(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
