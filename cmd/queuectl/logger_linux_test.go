@@ -36,6 +36,19 @@ func openPTY(t *testing.T) (term, reader *os.File) {
 	return s, m
 }
 
+// readTerminal returns what was written to the terminal whose other side
+// is reader, at most 4 KiB.
+func readTerminal(t *testing.T, reader *os.File) string {
+	t.Helper()
+	reader.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 4096)
+	n, err := reader.Read(buf)
+	if err != nil {
+		t.Fatalf("read the terminal: %v", err)
+	}
+	return string(buf[:n])
+}
+
 // With --log-format auto, a terminal gets readable lines, but under systemd
 // (JOURNAL_STREAM set) the journal gets JSON even when stderr is a terminal.
 func TestLoggerAutoFormat(t *testing.T) {
@@ -57,13 +70,7 @@ func TestLoggerAutoFormat(t *testing.T) {
 				t.Fatal(err)
 			}
 			log.Info().Str("job_id", "j1").Msg("hello")
-			reader.SetReadDeadline(time.Now().Add(10 * time.Second))
-			buf := make([]byte, 4096)
-			n, err := reader.Read(buf)
-			if err != nil {
-				t.Fatalf("read the terminal: %v", err)
-			}
-			line := strings.TrimSpace(string(buf[:n]))
+			line := strings.TrimSpace(readTerminal(t, reader))
 			if got := strings.HasPrefix(line, "{") && strings.Contains(line, `"job_id":"j1"`); got != tc.json {
 				t.Fatalf("JSON = %v, want %v: %q", got, tc.json, line)
 			}
@@ -98,13 +105,7 @@ func TestConsoleLogColoursOnlyATerminal(t *testing.T) {
 			t.Fatal(err)
 		}
 		log.Info().Str("job_id", "j1").Msg("hello")
-		reader.SetReadDeadline(time.Now().Add(10 * time.Second))
-		buf := make([]byte, 4096)
-		n, err := reader.Read(buf)
-		if err != nil {
-			t.Fatalf("read the terminal: %v", err)
-		}
-		return string(buf[:n])
+		return readTerminal(t, reader)
 	}
 	if got := line(t, nil, false); strings.Contains(got, esc) || !strings.Contains(got, "job_id=j1") {
 		t.Errorf("console log to a file: %q", got)
