@@ -218,6 +218,9 @@ processes may share one database.`,
 			if err := killGraceRange.check(o.kill); err != nil {
 				return err
 			}
+			if err := notNegative("grace", o.grace, "until a second signal"); err != nil {
+				return err
+			}
 			if err := a.requireFile(cmd); err != nil {
 				return err
 			}

@@ -96,6 +96,15 @@ func (r durationRange) check(d time.Duration) error {
 	return nil
 }
 
+// notNegative refuses a negative duration for a flag where 0 has a meaning
+// of its own (what says it).
+func notNegative(flag string, d time.Duration, zero string) error {
+	if d < 0 {
+		return usagef("--%s %s: must not be negative (0: %s)", flag, flagDuration(d), zero)
+	}
+	return nil
+}
+
 // flagDuration writes d as a duration flag takes it: compactly, but in
 // hours rather than days ("24h", "100ms", "0").
 func flagDuration(d time.Duration) string {
@@ -115,7 +124,7 @@ func (o *workerOptions) checkTuning() error {
 			return err
 		}
 	}
-	return nil
+	return notNegative("grace", o.grace, "until a second signal")
 }
 
 func retryJitterFlag(f *pflag.FlagSet, v *float64) {
@@ -342,6 +351,9 @@ heartbeat and stop the same graceful way. They cannot be forced from here;
 after --timeout the command reports those still running.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := notNegative("timeout", timeout, "wait for running jobs"); err != nil {
+				return err
+			}
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 				return supervise.Stop(ctx, st, supervise.StopParams{
 					Host: a.hostName(), Timeout: timeout, AllHosts: allHosts, Stdout: a.stdout, Stderr: a.stderr,
