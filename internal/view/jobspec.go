@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/queuectl/queuectl/internal/duration"
 	"github.com/queuectl/queuectl/queue"
 )
 
@@ -154,6 +155,9 @@ func ParseTimeout(s string) (time.Duration, error) {
 		if _, err := queue.ParseDuration(abs); err == nil {
 			return 0, fmt.Errorf("%q must not be negative", s)
 		}
+	}
+	if d, err := duration.Parse(s); err == nil && d > 0 {
+		return 0, fmt.Errorf("%q is too long: at most 100 years, and a timeout at most 30d", s)
 	}
 	return 0, fmt.Errorf("%q is not a duration (use seconds or e.g. 90s, 5m)", s)
 }

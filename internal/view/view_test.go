@@ -27,6 +27,7 @@ func TestParseTimeout(t *testing.T) {
 		{"-soon", 0, `"-soon" is not a duration`},
 		{"--5s", 0, `"--5s" is not a duration`},
 		{"-", 0, `"-" is not a duration`},
+		{"40000d", 0, `"40000d" is too long: at most 100 years`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
