@@ -11,7 +11,8 @@
 // unless it deliberately leaves it. On timeout or context cancellation the
 // whole group gets SIGTERM (followed by SIGCONT, so stopped members see it),
 // and SIGKILL once Config.KillGrace has passed if anything in the group is
-// still alive. Run returns as soon as the group is empty.
+// still alive (or a shorter grace that the context's cause asks for, see
+// KillGracer). Run returns as soon as the group is empty.
 //
 // When the shell exits on its own, any members of its group that are still
 // running (for example "sleep 60 &" left in the background, possibly holding
@@ -201,7 +202,7 @@ func (e *Executor) Run(ctx context.Context, c Command) Result {
 	reaped, leaderDone := awaitEnd(ctx, timeout, exited, &res)
 	stopped := !leaderDone
 	if stopped {
-		reaped = e.stop(pgid, exited)
+		reaped = e.stop(pgid, exited, e.killGrace(ctx))
 	} else {
 		reapAndSweep(cmd, pgid, reaped, &res)
 		reaped = true
@@ -338,10 +339,25 @@ func awaitEnd(ctx context.Context, timeout <-chan time.Time, exited <-chan bool,
 	return false, false
 }
 
+// KillGracer is a cause of cancellation (context.Cause) that asks for a
+// shorter grace between SIGTERM and SIGKILL than Config.KillGrace: a
+// worker that must have a job's processes gone by a deadline (its lease)
+// cancels with one.
+type KillGracer interface{ KillGrace() time.Duration }
+
+// killGrace is the grace of a stop: Config.KillGrace, or the shorter one
+// that ctx's cause asks for.
+func (e *Executor) killGrace(ctx context.Context) time.Duration {
+	if kg, ok := context.Cause(ctx).(KillGracer); ok && kg.KillGrace() < e.cfg.KillGrace {
+		return max(kg.KillGrace(), 0)
+	}
+	return e.cfg.KillGrace
+}
+
 // stop stops the group of a shell that has not exited and returns once the
 // shell has; it reports whether the shell was reaped.
-func (e *Executor) stop(pgid int, exited <-chan bool) (reaped bool) {
-	reaped, leaderDone := e.stopGroup(pgid, exited)
+func (e *Executor) stop(pgid int, exited <-chan bool, grace time.Duration) (reaped bool) {
+	reaped, leaderDone := e.stopGroup(pgid, exited, grace)
 	if !leaderDone {
 		reaped = <-exited
 	}
@@ -387,13 +403,13 @@ func (e *Executor) drain(pr *os.File, copied <-chan struct{}, pgid int, killed b
 }
 
 // stopGroup sends SIGTERM (and SIGCONT) to the group, then waits until the
-// shell has exited and no other member is alive, or until KillGrace passes,
+// shell has exited and no other member is alive, or until grace passes,
 // and then sends SIGKILL to the group. It reports whether the shell has
 // exited (and whether it was reaped) while waiting.
-func (e *Executor) stopGroup(pgid int, exited <-chan bool) (reaped, leaderDone bool) {
+func (e *Executor) stopGroup(pgid int, exited <-chan bool, graceFor time.Duration) (reaped, leaderDone bool) {
 	_ = KillGroup(pgid, syscall.SIGTERM)
 	_ = KillGroup(pgid, syscall.SIGCONT)
-	grace := time.NewTimer(e.cfg.KillGrace)
+	grace := time.NewTimer(graceFor)
 	defer grace.Stop()
 	poll := 5 * time.Millisecond
 	for !leaderDone || proc.GroupAlive(pgid) {

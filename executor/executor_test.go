@@ -180,6 +180,40 @@ func TestCancel(t *testing.T) {
 	assertGroupGone(t, pgid)
 }
 
+// shortGrace is a cancel cause asking for a shorter kill grace.
+type shortGrace time.Duration
+
+func (g shortGrace) Error() string            { return "stop soon" }
+func (g shortGrace) KillGrace() time.Duration { return time.Duration(g) }
+
+// A cancel whose cause asks for a shorter kill grace (a worker whose lease
+// is running out) gets SIGKILL after it, not after Config.KillGrace.
+func TestCancelCauseShortensKillGrace(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	res, took, pgid := run(t, Config{KillGrace: time.Hour}, ctx, Command{
+		Script: "trap '' TERM; echo ready; sleep 60",
+		// Cancel once the trap is set: the shell has printed ready.
+		Live: func(read func() ([]byte, int64)) {
+			go func() {
+				for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+					if out, _ := read(); strings.Contains(string(out), "ready") {
+						break
+					}
+				}
+				cancel(shortGrace(200 * time.Millisecond))
+			}()
+		},
+	})
+	if !res.Canceled || res.Signal != "SIGKILL" {
+		t.Fatalf("Canceled %v Signal %q, want a cancel ended by SIGKILL", res.Canceled, res.Signal)
+	}
+	if took > 30*time.Second {
+		t.Fatalf("Run took %v: the hour of Config.KillGrace was used, not the cause's 200ms", took)
+	}
+	assertGroupGone(t, pgid)
+}
+
 func TestCanceledBeforeStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

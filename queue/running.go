@@ -19,6 +19,16 @@ const outcomeFenced Outcome = "fenced"
 // left for the process group to die before another worker may rescue it.
 func fenceAfter(lease time.Duration) time.Duration { return lease - lease/4 }
 
+// fenceStop is the cause a fenced attempt is cancelled with. A runner that
+// stops the process group with a grace between SIGTERM and SIGKILL (the
+// executor, through context.Cause) uses KillGrace when it is shorter than
+// its own: half the last quarter of the lease, so that the group is gone
+// before the lease ends whatever kill grace the worker was given.
+type fenceStop struct{ lease time.Duration }
+
+func (f fenceStop) Error() string            { return "lease not renewed in time" }
+func (f fenceStop) KillGrace() time.Duration { return f.lease / 8 }
+
 // runningJob is one attempt this engine runs, with the reason it was asked
 // to stop, if it was, and its fence: a timer on this process's monotonic
 // clock that stops the attempt when its lease was not renewed in time.
@@ -27,7 +37,7 @@ func fenceAfter(lease time.Duration) time.Duration { return lease - lease/4 }
 // a cancel request is then settled by the recording.
 type runningJob struct {
 	job    *Job
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	mu     sync.Mutex
 	reason Outcome
 	ended  bool
@@ -58,7 +68,7 @@ func (r *runningJob) stop(reason Outcome) bool {
 		r.reason = reason
 	}
 	r.mu.Unlock()
-	r.cancel()
+	r.cancel(nil)
 	return true
 }
 
@@ -66,7 +76,7 @@ func (r *runningJob) stop(reason Outcome) bool {
 // unless it was already asked to stop; it reports whether it did. Unlike
 // stop it applies after the command ended too: the lease may have passed
 // to another worker, so the outcome must not be recorded.
-func (r *runningJob) giveUp() bool {
+func (r *runningJob) giveUp(lease time.Duration) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.reason != "" {
@@ -74,7 +84,7 @@ func (r *runningJob) giveUp() bool {
 	}
 	r.reason = outcomeFenced
 	if !r.ended {
-		r.cancel()
+		r.cancel(fenceStop{lease})
 	}
 	return true
 }
@@ -182,11 +192,11 @@ func (s *runningSet) stopAll(reason Outcome) int {
 // (see attempt), at the latest when done would be. done, if not nil, is
 // called when its outcome is recorded and its hooks have run.
 func (e *Engine) launch(j *Job, leaseFrom time.Time, free, done func()) {
-	ctx, cancel := context.WithCancel(e.jobCtx)
+	ctx, cancel := context.WithCancelCause(e.jobCtx)
 	r := &runningJob{job: j, cancel: cancel}
 	r.mu.Lock()
 	r.fence = time.AfterFunc(time.Until(leaseFrom.Add(fenceAfter(e.cfg.Lease))), func() {
-		if r.giveUp() {
+		if r.giveUp(e.cfg.Lease) {
 			e.log.Warn().Str("job_id", j.ID).Int("attempt", j.Attempts).
 				Msg("lease not renewed in time; stopping the job and giving it up")
 		}
@@ -204,7 +214,7 @@ func (e *Engine) launch(j *Job, leaseFrom time.Time, free, done func()) {
 			defer done()
 		}
 		defer release()
-		defer cancel()
+		defer cancel(nil)
 		e.runJob(ctx, r, release)
 	}()
 }

@@ -15,8 +15,8 @@ import (
 func TestRunningSetLeavesEndedAttempts(t *testing.T) {
 	s := newRunningSet()
 	add := func(id string) (*runningJob, context.Context) {
-		ctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
+		ctx, cancel := context.WithCancelCause(context.Background())
+		t.Cleanup(func() { cancel(nil) })
 		r := &runningJob{job: &Job{ID: id}, cancel: cancel}
 		s.add(r)
 		return r, ctx
@@ -43,12 +43,24 @@ func TestRunningSetLeavesEndedAttempts(t *testing.T) {
 
 	// A fence that fires after the command ended still gives the attempt
 	// up: its lease may have passed to another worker.
-	if !ended.giveUp() || ended.why() != outcomeFenced || endedCtx.Err() != nil {
+	if !ended.giveUp(time.Minute) || ended.why() != outcomeFenced || endedCtx.Err() != nil {
 		t.Errorf("ended attempt after its fence: reason %q, context %v; want %q, not cancelled (nothing runs)",
 			ended.why(), endedCtx.Err(), outcomeFenced)
 	}
-	if running.giveUp() {
+	if running.giveUp(time.Minute) {
 		t.Error("the fence gave up an attempt already stopped as lost")
+	}
+
+	// A fence that fires while the command runs cancels it with a cause
+	// whose kill grace ends within the lease's last quarter.
+	fenced, fencedCtx := add("fenced")
+	if !fenced.giveUp(8 * time.Second) {
+		t.Fatal("the fence did not give up a running attempt")
+	}
+	kg, ok := context.Cause(fencedCtx).(interface{ KillGrace() time.Duration })
+	if fencedCtx.Err() == nil || !ok || kg.KillGrace() != time.Second {
+		t.Errorf("fenced attempt: context %v, cause %v; want cancelled with a kill grace of 1s (an eighth of the lease)",
+			fencedCtx.Err(), context.Cause(fencedCtx))
 	}
 }
 
@@ -61,7 +73,7 @@ func TestRenewalLeavesEndedFenceStopped(t *testing.T) {
 	s := newRunningSet()
 	fired := map[string]chan struct{}{}
 	for _, id := range []string{"running", "ended"} {
-		r := &runningJob{job: &Job{ID: id}, cancel: func() {}}
+		r := &runningJob{job: &Job{ID: id}, cancel: func(error) {}}
 		ch := make(chan struct{}, 1)
 		fired[id] = ch
 		// Due well after end below, well within the wait for its absence.
