@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"html/template"
+	"net/url"
 	"strings"
 	"time"
 
@@ -11,6 +12,10 @@ import (
 
 // funcs are the helpers the page templates use.
 var funcs = template.FuncMap{
+	// path escapes an id or a name for one segment of a URL path: ids
+	// may hold "/", "?", "#" and "%", which a link must not take for
+	// its structure (html/template keeps them in a path).
+	"path":  url.PathEscape,
 	"since": since,
 	"utc": func(t time.Time) string {
 		if t.IsZero() {

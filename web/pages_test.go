@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"regexp"
 	"strings"
@@ -249,5 +250,36 @@ func TestQueueTableShowsScheduledJobs(t *testing.T) {
 		if cells := queueRow(t, body, "later"); len(cells) < 3 || cells[0] != "1" || cells[1] != "2" || cells[2] != "0" {
 			t.Errorf("%s: queue later's row %q, want 1 pending, 2 scheduled, 0 running", path, cells)
 		}
+	}
+}
+
+// Ids and queue names may hold "/", "?", "#" and "%": every link and form
+// escapes them, so they lead to the job or the queue and not elsewhere.
+func TestLinksEscapeIdsAndNames(t *testing.T) {
+	h := tokens(t)
+	ctx := context.Background()
+	const id, q = "weird/id?x=1#frag%20", "team/a?b"
+	h.enqueue(`{"id":"weird/id?x=1#frag%20","command":"true","queue":"team/a?b"}`)
+	c := h.signIn(adminToken)
+	const jobPath, queuePath = "/jobs/weird%2Fid%3Fx=1%23frag%2520", "/queues/team%2Fa%3Fb/pause"
+	if body, _ := h.page("/jobs", c); !strings.Contains(body, `href="`+jobPath+`"`) {
+		t.Fatalf("/jobs does not link the job at %s", jobPath)
+	}
+	body, csrf := h.page(jobPath, c)
+	if !strings.Contains(body, `action="`+jobPath+`/discard"`) {
+		t.Fatalf("the job's page does not post its discard to %s/discard", jobPath)
+	}
+	if body, _ := h.page("/workers", c); !strings.Contains(body, `action="`+queuePath+`"`) {
+		t.Fatalf("/workers does not post the pause of %q to %s", q, queuePath)
+	}
+	h.must(req{method: "POST", path: queuePath, body: "csrf=" + csrf + "&back=/workers", cookies: []*http.Cookie{c},
+		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, http.StatusSeeOther)
+	if cs, err := h.store.QueueControls(ctx); err != nil || len(cs) != 1 || cs[0].Name != q || !cs[0].Paused {
+		t.Fatalf("after the pause form: %+v %v", cs, err)
+	}
+	h.must(req{method: "POST", path: jobPath + "/discard", body: "csrf=" + csrf + "&back=/jobs", cookies: []*http.Cookie{c},
+		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, http.StatusSeeOther)
+	if _, err := h.store.GetJob(ctx, id); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("after the discard form the job is still there: %v", err)
 	}
 }
