@@ -98,6 +98,7 @@ func TestCleanOutput(t *testing.T) {
 		"c1 \u0085 control":           "c1 \ufffd control",
 		"unterminated \x1b[31":        "unterminated ",
 		"title \x1b]0;x":              "title ",
+		"bidi \u202eevil\u202c end":   "bidi ⟨U+202E⟩evil⟨U+202C⟩ end",
 	} {
 		if got := cleanOutput([]byte(in)); got != want {
 			t.Errorf("cleanOutput(%q) = %q, want %q", in, got, want)

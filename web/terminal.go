@@ -9,7 +9,8 @@ import (
 // cleanOutput makes captured command output safe and readable as text:
 // terminal escape sequences (colours, cursor moves, window titles) are
 // removed, carriage returns become line breaks, other control characters
-// are shown as their Unicode control pictures, and invalid UTF-8 becomes
+// are shown as their Unicode control pictures, the invisible bidirectional
+// controls as ⟨U+202E⟩ (as visible shows them), and invalid UTF-8 becomes
 // U+FFFD. HTML escaping is left to the templates.
 func cleanOutput(b []byte) string {
 	var sb strings.Builder
@@ -38,10 +39,14 @@ func cleanOutput(b []byte) string {
 			sb.WriteByte(c)
 		default:
 			r, size := utf8.DecodeRune(b[i:])
-			if r >= 0x80 && r < 0xa0 { // C1 controls
-				r = utf8.RuneError
+			switch {
+			case r >= 0x80 && r < 0xa0: // C1 controls
+				sb.WriteRune(utf8.RuneError)
+			case hidden(r): // bidirectional controls: shown, not applied
+				fmt.Fprintf(&sb, "⟨U+%04X⟩", r)
+			default:
+				sb.WriteRune(r)
 			}
-			sb.WriteRune(r)
 			i += size
 			continue
 		}
