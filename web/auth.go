@@ -53,10 +53,14 @@ type authenticator struct {
 	key           []byte // HMAC key of sessions and CSRF tokens
 	now           func() time.Time
 	throttle      *throttle
+
+	mu      sync.Mutex
+	revoked map[string]int64 // nonces of sessions signed out here, until their expiry (Unix seconds)
 }
 
 func newAuthenticator(admin, viewer string, now func() time.Time) (*authenticator, error) {
-	a := &authenticator{hasAdmin: admin != "", hasViewer: viewer != "", now: now, throttle: newThrottle(now)}
+	a := &authenticator{hasAdmin: admin != "", hasViewer: viewer != "", now: now, throttle: newThrottle(now),
+		revoked: map[string]int64{}}
 	a.admin, a.viewer = sha256.Sum256([]byte(admin)), sha256.Sum256([]byte(viewer))
 	if a.open() {
 		// No tokens: a per-process key still signs the CSRF token.
@@ -169,11 +173,36 @@ func (a *authenticator) verifySession(v string) (role, []byte, bool) {
 	if int64(binary.BigEndian.Uint64(payload[1:9])) < a.now().Unix() {
 		return roleNone, nil, false
 	}
+	a.mu.Lock()
+	_, out := a.revoked[string(payload[9:])]
+	a.mu.Unlock()
+	if out {
+		return roleNone, nil, false
+	}
 	rl := role(payload[0])
 	if (rl == roleAdmin && !a.hasAdmin) || (rl == roleViewer && !a.hasViewer) || rl == roleNone || rl > roleAdmin {
 		return roleNone, nil, false
 	}
 	return rl, payload[9:], true
+}
+
+// revoke ends the session v in this process: it is refused from now on,
+// though its signature stays valid until it expires. Entries go when
+// their sessions would have expired anyway.
+func (a *authenticator) revoke(v string) {
+	if _, nonce, ok := a.verifySession(v); ok {
+		p, _, _ := strings.Cut(v, ".")
+		payload, _ := base64.RawURLEncoding.DecodeString(p)
+		now := a.now().Unix()
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		for k, until := range a.revoked {
+			if until < now {
+				delete(a.revoked, k)
+			}
+		}
+		a.revoked[string(nonce)] = int64(binary.BigEndian.Uint64(payload[1:9]))
+	}
 }
 
 // csrfToken is the token a page embeds in its forms: bound to the session

@@ -303,3 +303,15 @@ func TestAPIBodyIsJSONWhateverItsContentType(t *testing.T) {
 		})
 	}
 }
+
+// Signing out ends the session: its cookie, replayed, is refused, while
+// another session of the same token goes on.
+func TestLogoutEndsTheSession(t *testing.T) {
+	h := tokens(t)
+	c, other := h.signIn(adminToken), h.signIn(adminToken)
+	_, csrf := h.page("/jobs", c)
+	h.must(req{method: "POST", path: "/logout", body: "csrf=" + csrf, cookies: []*http.Cookie{c},
+		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, http.StatusSeeOther)
+	h.must(req{path: "/api/v1/status", cookies: []*http.Cookie{c}}, http.StatusUnauthorized)
+	h.must(req{path: "/api/v1/status", cookies: []*http.Cookie{other}}, http.StatusOK)
+}

@@ -53,8 +53,12 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// logout ends the browser's session.
+// logout ends the browser's session: the cookie is cleared, and the
+// session is refused from now on should its value be replayed.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		s.auth.revoke(c.Value)
+	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: isTLS(r)})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
