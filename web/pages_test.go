@@ -284,3 +284,18 @@ func TestLinksEscapeIdsAndNames(t *testing.T) {
 		t.Fatalf("after the discard form the job is still there: %v", err)
 	}
 }
+
+// A job's page shows what it waits on, its labels and unique key, and a
+// waiting job can be cancelled from it.
+func TestJobPageShowsDependenciesAndLabels(t *testing.T) {
+	h := tokens(t)
+	h.enqueue(`{"id":"first","command":"sleep 1"}`)
+	h.enqueue(`{"id":"second","command":"true","after":["first"],"labels":{"team":"data"},"unique_key":"nightly"}`)
+	c := h.signIn(adminToken)
+	body, _ := h.page("/jobs/second", c)
+	for _, want := range []string{">waiting<", "Runs after", `href="/jobs/first"`, "team=data", "nightly", `id="cancel"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the waiting job's page lacks %q", want)
+		}
+	}
+}
