@@ -19,6 +19,16 @@
     }
   });
 
+  // Mark the tables too wide for their box: their pinned action column then
+  // casts a shadow over the columns that scroll beneath it.
+  function markScrolling() {
+    document.querySelectorAll(".table-wrap").forEach(function (w) {
+      w.classList.toggle("scrolls", w.scrollWidth > w.clientWidth + 1);
+    });
+  }
+  markScrolling();
+  window.addEventListener("resize", markScrolling);
+
   var live = document.querySelector("[data-live]");
   if (!live) {
     var dot = document.querySelector(".live-dot");
@@ -56,6 +66,7 @@
         var follow = oldPre && oldPre.scrollTop + oldPre.clientHeight >= oldPre.scrollHeight - 4;
         live.replaceWith(fresh);
         live = fresh;
+        markScrolling();
         var newPre = document.getElementById("output-live");
         if (follow && newPre) { newPre.scrollTop = newPre.scrollHeight; }
         var flash = doc.querySelector(".flash");
