@@ -36,6 +36,14 @@
     return;
   }
 
+  // The running attempt's output panel follows the newest lines while its
+  // reader is at the bottom, and stays put while they scroll up to read.
+  function atEnd(pre) { return pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4; }
+  function toEnd(pre) { pre.scrollTop = pre.scrollHeight; }
+  // It opens at the newest lines, however much output came first.
+  var firstPre = document.getElementById("output-live");
+  if (firstPre) { toEnd(firstPre); }
+
   var busy = false;
   // refresh fetches this page again and swaps its live region, keeping
   // which output panels are open.
@@ -62,13 +70,20 @@
           var k = d.getAttribute("data-keep");
           if (k in open) { d.open = open[k]; }
         });
+        // The fresh panel starts at the top: put it where the reader was,
+        // at the newest lines if they were following or it is a new
+        // attempt's panel.
         var oldPre = document.getElementById("output-live");
-        var follow = oldPre && oldPre.scrollTop + oldPre.clientHeight >= oldPre.scrollHeight - 4;
+        var follow = !oldPre || atEnd(oldPre);
+        var oldTop = oldPre ? oldPre.scrollTop : 0;
+        var oldAttempt = oldPre && oldPre.getAttribute("data-attempt");
         live.replaceWith(fresh);
         live = fresh;
         markScrolling();
         var newPre = document.getElementById("output-live");
-        if (follow && newPre) { newPre.scrollTop = newPre.scrollHeight; }
+        if (newPre) {
+          if (follow || newPre.getAttribute("data-attempt") !== oldAttempt) { toEnd(newPre); } else { newPre.scrollTop = oldTop; }
+        }
         var flash = doc.querySelector(".flash");
         if (!flash) {
           var old = document.querySelector(".flash");
@@ -98,9 +113,9 @@
       var data;
       try { data = JSON.parse(ev.data); } catch (e) { return; }
       if (!pre || String(data.attempt) !== pre.getAttribute("data-attempt")) { refresh(); return; }
-      var atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+      var follow = atEnd(pre);
       pre.textContent = data.output;
-      if (atEnd) { pre.scrollTop = pre.scrollHeight; }
+      if (follow) { toEnd(pre); }
       if (note) {
         note.textContent = data.written + " bytes written" + (data.written > 65536 ? "; the last 64 KiB shown" : "");
       }
