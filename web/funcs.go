@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queuectl/queuectl/internal/view"
 	"github.com/queuectl/queuectl/queue"
 )
 
@@ -65,6 +66,25 @@ var funcs = template.FuncMap{
 	"join":   strings.Join,
 	"fmtdur": queue.FormatDuration,
 	"states": queue.States,
+	// tileStates are the overview's tiles: the states with scheduled
+	// beside pending, as status counts them.
+	"tileStates": view.StatusStates,
+	// stateFilter is the list a tile opens: scheduled jobs are pending
+	// ones, listed with them.
+	"stateFilter": func(s queue.State) queue.State {
+		if s == view.Scheduled {
+			return queue.StatePending
+		}
+		return s
+	},
+	// shown is a job's state as list and show print it: a pending job
+	// due later is scheduled.
+	"shown": func(s queue.State, runAt, now time.Time) string {
+		if s == queue.StatePending && runAt.After(now) {
+			return string(view.Scheduled)
+		}
+		return string(s)
+	},
 	"count": func(m map[queue.State]int, s queue.State) int {
 		return m[s]
 	},

@@ -299,3 +299,24 @@ func TestJobPageShowsDependenciesAndLabels(t *testing.T) {
 		}
 	}
 }
+
+// A pending job due later shows as scheduled, as list and status show it,
+// and the overview counts it on a tile of its own.
+func TestScheduledJobsShowAsScheduled(t *testing.T) {
+	h := tokens(t)
+	h.enqueue(`{"id":"later","command":"true","run_at":"+1h"}`)
+	h.enqueue(`{"id":"now","command":"true"}`)
+	c := h.signIn(viewerToken)
+	if body, _ := h.page("/jobs", c); strings.Count(body, `<span class="badge state-scheduled">scheduled</span>`) != 1 ||
+		strings.Count(body, `<span class="badge state-pending">pending</span>`) != 1 {
+		t.Errorf("/jobs does not show one scheduled and one pending job")
+	}
+	if body, _ := h.page("/jobs/later", c); !strings.Contains(body, `id="job-state">scheduled<`) {
+		t.Errorf("the scheduled job's page does not say scheduled")
+	}
+	body, _ := h.page("/", c)
+	tile := regexp.MustCompile(`<a class="tile state-scheduled" href="/jobs\?state=pending">\s*<span class="tile-label">scheduled</span>\s*<span class="tile-value">1</span>`)
+	if !tile.MatchString(body) {
+		t.Errorf("the overview has no scheduled tile counting 1 and opening the pending list")
+	}
+}
