@@ -174,6 +174,11 @@ job "heartbeat" {
 	screenshot(t, ctx, "dlq")
 	step(t, ctx, "open the dead job", chromedp.Click(chromedp.CSS(`a[href="/jobs/broken-import"]`)), chromedp.WaitVisible(chromedp.CSS(`#retry`)))
 	step(t, ctx, "retry it", chromedp.Click(chromedp.CSS(`#retry`)), chromedp.WaitVisible(chromedp.CSS(`.flash`)))
+	// The message stays on the page but leaves the address, so that a
+	// reload does not announce the retry again.
+	if loc := value(t, ctx, "location after the retry", chromedp.Location()); strings.Contains(loc, "done=") {
+		t.Errorf("the address still carries the action's message: %s", loc)
+	}
 	waitFor(t, "the retried job to run again", 30*time.Second, func() bool {
 		j := c.job("broken-import")
 		return j.State == "dead" && j.Attempts == 1 && len(c.ok("show", "broken-import")) > 0 && strings.Count(c.ok("show", "broken-import"), "failed") >= 2
