@@ -79,12 +79,7 @@ var funcs = template.FuncMap{
 	},
 	// shown is a job's state as list and show print it: a pending job
 	// due later is scheduled.
-	"shown": func(s queue.State, runAt, now time.Time) string {
-		if s == queue.StatePending && runAt.After(now) {
-			return string(view.Scheduled)
-		}
-		return string(s)
-	},
+	"shown": view.ShownState,
 	"count": func(m map[queue.State]int, s queue.State) int {
 		return m[s]
 	},
