@@ -245,17 +245,23 @@ type WorkerInfo struct {
 	CurrentJobs   []string // jobs it holds now
 }
 
+// Kind is how a registered worker is shown: "service" for a `queuectl run`
+// service, else "worker".
+func (w *WorkerInfo) Kind() string {
+	if w.Service {
+		return "service"
+	}
+	return "worker"
+}
+
 // MarshalJSON renders the stable JSON form of a worker.
 func (w *WorkerInfo) MarshalJSON() ([]byte, error) {
-	cur, queues, kind := w.CurrentJobs, w.Queues, "worker"
+	cur, queues := w.CurrentJobs, w.Queues
 	if cur == nil {
 		cur = []string{}
 	}
 	if queues == nil {
 		queues = []string{} // every queue
-	}
-	if w.Service {
-		kind = "service"
 	}
 	return json.Marshal(struct {
 		ID          string    `json:"id"`
@@ -266,7 +272,7 @@ func (w *WorkerInfo) MarshalJSON() ([]byte, error) {
 		StartedAt   time.Time `json:"started_at"`
 		HeartbeatAt time.Time `json:"heartbeat_at"`
 		CurrentJobs []string  `json:"current_jobs"`
-	}{w.ID, w.PID, w.Host, kind, queues, w.StartedAt.UTC(), w.HeartbeatAt.UTC(), cur})
+	}{w.ID, w.PID, w.Host, w.Kind(), queues, w.StartedAt.UTC(), w.HeartbeatAt.UTC(), cur})
 }
 
 // Hooks are shell commands run after an outcome is recorded: OnSuccess

@@ -367,6 +367,9 @@ func TestE2EWorkerStopLeavesServiceRunning(t *testing.T) {
 	if len(ws) != 1 || ws[0].Kind != "service" {
 		t.Fatalf("after worker stop: %+v", ws)
 	}
+	if list := c.ok("worker", "list"); !strings.Contains(list, "KIND") || !strings.Contains(list, "service") {
+		t.Fatalf("worker list does not show the service's kind:\n%s", list)
+	}
 	select {
 	case err := <-svc.done:
 		t.Fatalf("worker stop stopped the service (%v); log:\n%s", err, svc.log())

@@ -387,14 +387,11 @@ func (a *app) workerListCmd() *cobra.Command {
 				tw := a.table()
 				fmt.Fprintln(tw, "PID\tHOST\tKIND\tQUEUES\tSTARTED\tHEARTBEAT\tCURRENT JOB")
 				for _, w := range ws {
-					qs, kind := "*", "worker"
+					qs := "*"
 					if len(w.Queues) > 0 {
 						qs = strings.Join(w.Queues, ",")
 					}
-					if w.Service {
-						kind = "service"
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strconv.Itoa(w.PID), printable(w.Host), kind, qs, fmtTime(w.StartedAt),
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strconv.Itoa(w.PID), printable(w.Host), w.Kind(), qs, fmtTime(w.StartedAt),
 						fmtTime(w.HeartbeatAt), dash(strings.Join(w.CurrentJobs, ",")))
 				}
 				return tw.Flush()
