@@ -212,13 +212,7 @@ file keeps the old one and the reason is logged. Several run and worker
 processes may share one database.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := leaseRange.check(o.lease); err != nil {
-				return err
-			}
-			if err := killGraceRange.check(o.kill); err != nil {
-				return err
-			}
-			if err := notNegative("grace", o.grace, "until a second signal"); err != nil {
+			if err := checkStops(o.lease, o.kill, o.grace); err != nil {
 				return err
 			}
 			if err := a.requireFile(cmd); err != nil {

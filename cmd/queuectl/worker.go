@@ -116,15 +116,22 @@ func flagDuration(d time.Duration) string {
 
 // checkTuning checks the duration flags before a worker starts.
 func (o *workerOptions) checkTuning() error {
-	for _, c := range []struct {
-		r durationRange
-		d time.Duration
-	}{{leaseRange, o.lease}, {pollRange, o.poll}, {killGraceRange, o.kill}} {
-		if err := c.r.check(c.d); err != nil {
-			return err
-		}
+	if err := pollRange.check(o.poll); err != nil {
+		return err
 	}
-	return notNegative("grace", o.grace, "until a second signal")
+	return checkStops(o.lease, o.kill, o.grace)
+}
+
+// checkStops checks the flags worker start, worker run and run share:
+// --lease, --kill-grace and --grace.
+func checkStops(lease, kill, grace time.Duration) error {
+	if err := leaseRange.check(lease); err != nil {
+		return err
+	}
+	if err := killGraceRange.check(kill); err != nil {
+		return err
+	}
+	return notNegative("grace", grace, "until a second signal")
 }
 
 func retryJitterFlag(f *pflag.FlagSet, v *float64) {
