@@ -147,19 +147,18 @@ func jsonKind(t reflect.Type) string {
 // ParseTimeout parses a job timeout: seconds or a duration such as 90s.
 // A negative one is a duration all the same, and is refused as negative.
 func ParseTimeout(s string) (time.Duration, error) {
-	d, err := queue.ParseDuration(s)
-	if err == nil {
+	if d, err := queue.ParseDuration(s); err == nil {
 		return d, nil
 	}
-	if abs, neg := strings.CutPrefix(strings.TrimSpace(s), "-"); neg {
-		if _, err := queue.ParseDuration(abs); err == nil {
-			return 0, fmt.Errorf("%q must not be negative", s)
-		}
-	}
-	if d, err := duration.Parse(s); err == nil && d > 0 {
+	// Refused: say why, from the syntax alone.
+	switch d, err := duration.Parse(s); {
+	case err != nil || strings.TrimSpace(s) == "":
+		return 0, fmt.Errorf("%q is not a duration (use seconds or e.g. 90s, 5m)", s)
+	case d < 0:
+		return 0, fmt.Errorf("%q must not be negative", s)
+	default:
 		return 0, fmt.Errorf("%q is too long: at most 100 years, and a timeout at most 30d", s)
 	}
-	return 0, fmt.Errorf("%q is not a duration (use seconds or e.g. 90s, 5m)", s)
 }
 
 // ParseRunAt accepts an RFC 3339 time or a delay "+30s", "+5m", "+2h", "+1d".
