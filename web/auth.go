@@ -126,11 +126,11 @@ func (a *authenticator) identify(r *http.Request) (identity, bool) {
 	if err != nil {
 		return identity{}, true
 	}
-	rl, nonce, ok := a.verifySession(c.Value)
+	ses, ok := a.verifySession(c.Value)
 	if !ok {
 		return identity{}, true
 	}
-	return identity{role: rl, session: nonce}, true
+	return identity{role: ses.role, session: ses.nonce}, true
 }
 
 // signIn checks a token presented from addr, through the throttle: it
@@ -160,49 +160,56 @@ func (a *authenticator) newSession(rl role) (string, error) {
 	return b64(payload) + "." + b64(a.sign("session", payload)), nil
 }
 
-func (a *authenticator) verifySession(v string) (role, []byte, bool) {
+// session is a verified session cookie's content.
+type session struct {
+	role    role
+	expires int64  // Unix seconds
+	nonce   []byte // random, names the session (CSRF tokens, revocation)
+}
+
+func (a *authenticator) verifySession(v string) (session, bool) {
 	p, sig, ok := strings.Cut(v, ".")
 	if !ok {
-		return roleNone, nil, false
+		return session{}, false
 	}
 	payload, err1 := base64.RawURLEncoding.DecodeString(p)
 	mac, err2 := base64.RawURLEncoding.DecodeString(sig)
 	if err1 != nil || err2 != nil || len(payload) != 25 || !hmac.Equal(mac, a.sign("session", payload)) {
-		return roleNone, nil, false
+		return session{}, false
 	}
-	if int64(binary.BigEndian.Uint64(payload[1:9])) < a.now().Unix() {
-		return roleNone, nil, false
+	s := session{role: role(payload[0]), expires: int64(binary.BigEndian.Uint64(payload[1:9])), nonce: payload[9:]}
+	if s.expires < a.now().Unix() {
+		return session{}, false
 	}
 	a.mu.Lock()
-	_, out := a.revoked[string(payload[9:])]
+	_, out := a.revoked[string(s.nonce)]
 	a.mu.Unlock()
 	if out {
-		return roleNone, nil, false
+		return session{}, false
 	}
-	rl := role(payload[0])
-	if (rl == roleAdmin && !a.hasAdmin) || (rl == roleViewer && !a.hasViewer) || rl == roleNone || rl > roleAdmin {
-		return roleNone, nil, false
+	if rl := s.role; (rl == roleAdmin && !a.hasAdmin) || (rl == roleViewer && !a.hasViewer) || rl == roleNone || rl > roleAdmin {
+		return session{}, false
 	}
-	return rl, payload[9:], true
+	return s, true
 }
 
 // revoke ends the session v in this process: it is refused from now on,
 // though its signature stays valid until it expires. Entries go when
 // their sessions would have expired anyway.
 func (a *authenticator) revoke(v string) {
-	if _, nonce, ok := a.verifySession(v); ok {
-		p, _, _ := strings.Cut(v, ".")
-		payload, _ := base64.RawURLEncoding.DecodeString(p)
-		now := a.now().Unix()
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		for k, until := range a.revoked {
-			if until < now {
-				delete(a.revoked, k)
-			}
-		}
-		a.revoked[string(nonce)] = int64(binary.BigEndian.Uint64(payload[1:9]))
+	s, ok := a.verifySession(v)
+	if !ok {
+		return
 	}
+	now := a.now().Unix()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, until := range a.revoked {
+		if until < now {
+			delete(a.revoked, k)
+		}
+	}
+	a.revoked[string(s.nonce)] = s.expires
 }
 
 // csrfToken is the token a page embeds in its forms: bound to the session
