@@ -245,6 +245,9 @@ type ListParams struct {
 	Search string
 	// Labels keeps jobs that carry every one of these labels.
 	Labels map[string]string
+	// DueAfter, when set, keeps only jobs whose run_at is later: with
+	// States {pending} and the current time, the scheduled jobs.
+	DueAfter time.Time
 	// After is a page cursor: only jobs listed after the job with this id
 	// (the last one of the previous page). Jobs added meanwhile do not shift
 	// the pages. An unknown id is ErrNotFound.

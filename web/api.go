@@ -68,17 +68,15 @@ func (s *Server) stats(ctx context.Context, window time.Duration) (view.Stats, e
 
 // listParams reads the job list's filters: state, queue, q (text in the id
 // or command), label (key=value, repeatable), limit and after (the cursor).
-func listParams(q url.Values) (queue.ListParams, error) {
+func listParams(q url.Values, now time.Time) (queue.ListParams, error) {
 	p := queue.ListParams{Queue: q.Get("queue"), Search: q.Get("q"), After: q.Get("after"), Limit: defaultPage}
 	bad := func(field, format string, a ...any) error {
 		return &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Field: field, Message: fmt.Sprintf(format, a...)}
 	}
 	if st := q.Get("state"); st != "" {
-		state, err := queue.ParseState(st)
-		if err != nil {
+		if err := view.FilterState(&p, st, now); err != nil {
 			return p, bad("state", "%s", err)
 		}
-		p.States = []queue.State{state}
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -120,7 +118,7 @@ func (s *Server) listJobs(ctx context.Context, p queue.ListParams) ([]*queue.Job
 // apiListJobs answers the same array as `queuectl list --json`; the next
 // page's URL is in the Link header (rel="next").
 func (s *Server) apiListJobs(w http.ResponseWriter, r *http.Request) (any, error) {
-	p, err := listParams(r.URL.Query())
+	p, err := listParams(r.URL.Query(), s.now())
 	if err != nil {
 		return nil, err
 	}

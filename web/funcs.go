@@ -69,14 +69,6 @@ var funcs = template.FuncMap{
 	// tileStates are the overview's tiles: the states with scheduled
 	// beside pending, as status counts them.
 	"tileStates": view.StatusStates,
-	// stateFilter is the list a tile opens: scheduled jobs are pending
-	// ones, listed with them.
-	"stateFilter": func(s queue.State) queue.State {
-		if s == view.Scheduled {
-			return queue.StatePending
-		}
-		return s
-	},
 	// shown is a job's state as list and show print it: a pending job
 	// due later is scheduled.
 	"shown": view.ShownState,

@@ -102,11 +102,11 @@ type jobsData struct {
 }
 
 func (s *Server) jobsPage(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r.URL.Query())
+	p, err := listParams(r.URL.Query(), s.now())
 	if err != nil {
 		return err
 	}
-	d := jobsData{Filter: p, State: r.URL.Query().Get("state"), States: queue.States(), Paged: p.After != ""}
+	d := jobsData{Filter: p, State: r.URL.Query().Get("state"), States: view.StatusStates(), Paged: p.After != ""}
 	if d.Jobs, d.Next, err = s.listJobs(r.Context(), p); err != nil {
 		return err
 	}

@@ -315,8 +315,18 @@ func TestScheduledJobsShowAsScheduled(t *testing.T) {
 		t.Errorf("the scheduled job's page does not say scheduled")
 	}
 	body, _ := h.page("/", c)
-	tile := regexp.MustCompile(`<a class="tile state-scheduled" href="/jobs\?state=pending">\s*<span class="tile-label">scheduled</span>\s*<span class="tile-value">1</span>`)
+	tile := regexp.MustCompile(`<a class="tile state-scheduled" href="/jobs\?state=scheduled">\s*<span class="tile-label">scheduled</span>\s*<span class="tile-value">1</span>`)
 	if !tile.MatchString(body) {
-		t.Errorf("the overview has no scheduled tile counting 1 and opening the pending list")
+		t.Errorf("the overview has no scheduled tile counting 1 and opening the scheduled list")
+	}
+	// The list the tile opens holds the scheduled job alone; the pending
+	// list holds both (both are pending), and the filter offers scheduled.
+	body, _ = h.page("/jobs?state=scheduled", c)
+	if !strings.Contains(body, `href="/jobs/later"`) || strings.Contains(body, `href="/jobs/now"`) ||
+		!strings.Contains(body, `<option value="scheduled" selected>scheduled</option>`) {
+		t.Errorf("/jobs?state=scheduled does not list the scheduled job alone with the filter set")
+	}
+	if body, _ := h.page("/jobs?state=pending", c); !strings.Contains(body, `href="/jobs/later"`) || !strings.Contains(body, `href="/jobs/now"`) {
+		t.Errorf("/jobs?state=pending does not list both pending jobs")
 	}
 }

@@ -120,11 +120,9 @@ func (a *app) listCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p := queue.ListParams{Queue: q, Limit: limit}
 			if state != "" {
-				s, err := queue.ParseState(state)
-				if err != nil {
-					return err
+				if err := view.FilterState(&p, state, a.now()); err != nil {
+					return fmt.Errorf("--state: %w", err)
 				}
-				p.States = []queue.State{s}
 			}
 			if limit < 0 {
 				return usagef("--limit %d: must be 0 (no limit) or more", limit)
@@ -150,9 +148,10 @@ func (a *app) listCmd() *cobra.Command {
 	return cmd
 }
 
+// stateNames are the states list filters on, scheduled among them.
 func stateNames() string {
 	var names []string
-	for _, s := range queue.States() {
+	for _, s := range view.StatusStates() {
 		names = append(names, string(s))
 	}
 	return strings.Join(names, ", ")

@@ -34,6 +34,21 @@ func TestE2EScheduledJobs(t *testing.T) {
 	if row := logLine(c.ok("list"), "now "); strings.Fields(row)[2] != "pending" {
 		t.Errorf("list row of a job due now: %q", row)
 	}
+	// list --state scheduled: the two due later, latest enqueued first;
+	// --state pending: all three, they are pending.
+	listed := func(state string) string {
+		var ids []string
+		for _, j := range c.list(state) {
+			ids = append(ids, j.ID)
+		}
+		return strings.Join(ids, " ")
+	}
+	if got := listed("scheduled"); got != "far later" {
+		t.Errorf("list --state scheduled: %s, want far later", got)
+	}
+	if got := listed("pending"); got != "now far later" {
+		t.Errorf("list --state pending: %s, want now far later", got)
+	}
 
 	// status: pending counts the due job, scheduled the two others.
 	var st struct {

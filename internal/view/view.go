@@ -43,6 +43,23 @@ func ShownState(j *queue.Job, now time.Time) queue.State {
 	return j.State
 }
 
+// FilterState narrows p to the jobs shown in state name at now: a stored
+// state, or scheduled (the pending jobs due later), as list and status
+// show them. A pending filter keeps the scheduled jobs too: they are
+// pending.
+func FilterState(p *queue.ListParams, name string, now time.Time) error {
+	if queue.State(name) == Scheduled {
+		p.States, p.DueAfter = []queue.State{queue.StatePending}, now
+		return nil
+	}
+	s, err := queue.ParseState(name)
+	if err != nil {
+		return err
+	}
+	p.States = []queue.State{s}
+	return nil
+}
+
 // Status is the output of `queuectl status --json` and GET /api/v1/status:
 // job counts by state (every state of StatusStates present: pending counts
 // the jobs due, scheduled those due later) and by queue, and how many

@@ -143,6 +143,10 @@ func listQuery(p queue.ListParams, after *listCursor) (string, []any) {
 		args = append(args, p.Search)
 		where = append(where, fmt.Sprintf("(strpos(id, $%d) > 0 OR strpos(command, $%[1]d) > 0)", len(args)))
 	}
+	if !p.DueAfter.IsZero() {
+		args = append(args, p.DueAfter)
+		where = append(where, fmt.Sprintf("run_at > $%d", len(args)))
+	}
 	if len(p.Labels) > 0 {
 		b, _ := json.Marshal(p.Labels)
 		args = append(args, string(b))

@@ -130,6 +130,10 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) ([]*queue.Job,
 		where = append(where, "(instr(id, ?) > 0 OR instr(command, ?) > 0)")
 		args = append(args, p.Search, p.Search)
 	}
+	if !p.DueAfter.IsZero() {
+		where = append(where, "run_at > ?")
+		args = append(args, toUS(p.DueAfter))
+	}
 	for _, k := range slices.Sorted(maps.Keys(p.Labels)) {
 		where = append(where, "labels IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(labels) WHERE key = ? AND value = ?)")
 		args = append(args, k, p.Labels[k])

@@ -163,14 +163,7 @@ func testListStatesOfBothClasses(t *testing.T, open Opener) {
 	finish(t, s, got[1], "w", failed(t0), t0)
 	finish(t, s, got[2], "w", succeeded(t0, ""), t0)
 	// j3 is processing, j4 and j5 pending.
-	list := func(p queue.ListParams) []string {
-		t.Helper()
-		jobs, err := s.ListJobs(ctx(t), p)
-		if err != nil {
-			t.Fatalf("list %+v: %v", p, err)
-		}
-		return ids(jobs)
-	}
+	list := lister(t, s)
 	both := []queue.State{queue.StateCompleted, queue.StatePending}
 	if got := list(queue.ListParams{States: both}); !equal(got, []string{"j5", "j4", "j2", "j0"}) {
 		t.Fatalf("completed and pending: %v", got)
@@ -185,5 +178,40 @@ func testListStatesOfBothClasses(t *testing.T, open Opener) {
 	}
 	if got := list(queue.ListParams{States: []queue.State{queue.StateProcessing, queue.StateCancelled}, Queue: "default"}); !equal(got, []string{"j3"}) {
 		t.Fatalf("processing and cancelled in default: %v", got)
+	}
+}
+
+// testListDueAfter lists the scheduled jobs, as list --state scheduled
+// does: pending jobs whose run_at is after a time, paged like any list.
+func testListDueAfter(t *testing.T, open Opener) {
+	s := open(t)
+	for i, at := range []time.Duration{0, time.Hour, time.Minute, 2 * time.Hour} {
+		insert(t, s, job(t, fmt.Sprintf("j%d", i), func(n *queue.NewJob) { n.RunAt = t0.Add(at) }))
+	}
+	pending := []queue.State{queue.StatePending}
+	list := lister(t, s)
+	if got := list(queue.ListParams{States: pending, DueAfter: t0}); !equal(got, []string{"j3", "j2", "j1"}) {
+		t.Fatalf("due after t0: %v", got)
+	}
+	if got := list(queue.ListParams{States: pending, DueAfter: t0.Add(time.Minute)}); !equal(got, []string{"j3", "j1"}) {
+		t.Fatalf("due after a minute (run_at equal to it is due): %v", got)
+	}
+	if got := list(queue.ListParams{States: pending, DueAfter: t0, Limit: 2, After: "j2"}); !equal(got, []string{"j1"}) {
+		t.Fatalf("due after t0, after j2: %v", got)
+	}
+	if got := list(queue.ListParams{States: pending}); len(got) != 4 {
+		t.Fatalf("pending without DueAfter: %v", got)
+	}
+}
+
+// lister lists s's jobs by id, failing t on an error.
+func lister(t *testing.T, s queue.Store) func(queue.ListParams) []string {
+	return func(p queue.ListParams) []string {
+		t.Helper()
+		jobs, err := s.ListJobs(ctx(t), p)
+		if err != nil {
+			t.Fatalf("list %+v: %v", p, err)
+		}
+		return ids(jobs)
 	}
 }

@@ -68,6 +68,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"RetryDeadByQueue", testRetryDeadByQueue},
 		{"ListSearchAndCursor", testListSearchAndCursor},
 		{"ListStatesOfBothClasses", testListStatesOfBothClasses},
+		{"ListDueAfter", testListDueAfter},
 		{"Metrics", testMetrics},
 		{"RunTimes", testRunTimes},
 		{"InterruptedAttemptKeepsItsNumber", testInterruptedAttemptKeepsItsNumber},
