@@ -90,9 +90,15 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	w.Write(buf.Bytes())
 }
 
-// errorPage shows an API error to a browser.
+// errorPage shows an API error to a browser; a signed-in reader keeps the
+// navigation, with no entry active, to go on from where the error left
+// them.
 func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, e *apiError) {
-	s.render(w, r, e.Status, "error", page{Title: http.StatusText(e.Status), Data: e})
+	p := page{Title: http.StatusText(e.Status), Data: e}
+	if identityOf(r).role >= roleViewer {
+		p.Nav = "error"
+	}
+	s.render(w, r, e.Status, "error", p)
 }
 
 // pageFunc renders one page, or returns an error to show.

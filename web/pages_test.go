@@ -39,8 +39,9 @@ func TestEveryPageRendersForAViewer(t *testing.T) {
 		}
 	}
 	rec := h.must(req{path: "/nope", cookies: []*http.Cookie{c}, header: map[string]string{"Accept": "text/html"}}, http.StatusNotFound)
-	if !strings.Contains(rec.Body.String(), "no such page") {
-		t.Errorf("404 page: %s", rec.Body.String())
+	if !strings.Contains(rec.Body.String(), "no such page") || !strings.Contains(rec.Body.String(), `<nav>`) ||
+		strings.Contains(rec.Body.String(), `class="active"`) {
+		t.Errorf("404 page, signed in: want the message and the navigation, no entry active: %s", rec.Body.String())
 	}
 	rec = h.must(req{path: "/static/app.css"}, http.StatusOK)
 	if !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/css") {
