@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -194,6 +195,11 @@ func Enqueue(ctx context.Context, st Store, queues map[string]Overrides, jobs []
 		out = append(out, j)
 	}
 	if err := st.InsertJobs(ctx, out); err != nil {
+		// A job's error need not name an id the caller never saw.
+		var je *JobError
+		if len(jobs) == 1 && jobs[0].ID == "" && errors.As(err, &je) && je.ID == out[0].ID {
+			return nil, je.Err
+		}
 		return nil, err
 	}
 	return out, nil

@@ -178,6 +178,18 @@ func TestEnqueueIsAllOrNothing(t *testing.T) {
 		}
 	})
 
+	// A job's error names its id only when the caller chose it.
+	t.Run("after no job, with and without an id", func(t *testing.T) {
+		_, err := queue.Enqueue(testCtx(t), st, nil, []queue.NewJob{{ID: "mine", Command: "true", After: []string{"nope"}}}, t0)
+		if !errors.Is(err, queue.ErrInvalid) || !strings.Contains(err.Error(), `job "mine"`) || !strings.Contains(err.Error(), `no job "nope"`) {
+			t.Errorf("with an id: got %v, want it named", err)
+		}
+		_, err = queue.Enqueue(testCtx(t), st, nil, []queue.NewJob{{Command: "true", After: []string{"nope"}}}, t0)
+		if !errors.Is(err, queue.ErrInvalid) || err.Error() != `invalid: after: no job "nope"` {
+			t.Errorf("without an id: got %v, want no generated id named", err)
+		}
+	})
+
 	t.Run("bad stored config", func(t *testing.T) {
 		if err := st.SetConfig(testCtx(t), "max-retries", "lots"); err != nil {
 			t.Fatal(err)

@@ -80,6 +80,15 @@ var (
 	ErrSchemaNewer = errors.New("database schema is newer than this binary")
 )
 
+// JobError is an error about one job of those a call stores, naming it.
+type JobError struct {
+	ID  string
+	Err error
+}
+
+func (e *JobError) Error() string { return fmt.Sprintf("job %q: %v", e.ID, e.Err) }
+func (e *JobError) Unwrap() error { return e.Err }
+
 // Job is one unit of work: a shell command with its retry policy and state.
 // All times are UTC.
 type Job struct {

@@ -52,7 +52,7 @@ func Insert(ctx context.Context, tx InsertTx, j *queue.Job) error {
 		}
 		state, reason, err := queue.DecideAfter(j.After, states)
 		if err != nil {
-			return fmt.Errorf("job %q: %w", j.ID, err)
+			return &queue.JobError{ID: j.ID, Err: err}
 		}
 		j.State, j.Error = state, reason
 	}
@@ -66,7 +66,7 @@ func Insert(ctx context.Context, tx InsertTx, j *queue.Job) error {
 			return err
 		}
 		if !found {
-			return fmt.Errorf("job %q: unique key %q: the job holding it finished meanwhile (%w); enqueue again", j.ID, j.UniqueKey, queue.ErrConflict)
+			return &queue.JobError{ID: j.ID, Err: fmt.Errorf("unique key %q: the job holding it finished meanwhile (%w); enqueue again", j.UniqueKey, queue.ErrConflict)}
 		}
 		j.ExistingID = id
 		return nil
