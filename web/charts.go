@@ -108,7 +108,9 @@ func (c *svgChart) done() template.HTML {
 }
 
 // axes draws horizontal grid lines with labels for 0..top, and time labels
-// under every few buckets.
+// under about six buckets: those starting at a whole multiple of the
+// labels' spacing (every 10 minutes of the hour, every 4 hours of the
+// day), so the labels are round times wherever the window starts.
 func (c *svgChart) axes(top float64, unit func(float64) string, buckets []bucketStats, rg chartRange) {
 	for i := 0; i <= 4; i++ {
 		v := top * float64(i) / 4
@@ -116,11 +118,14 @@ func (c *svgChart) axes(top float64, unit func(float64) string, buckets []bucket
 		fmt.Fprintf(&c.sb, `<line x1="%g" y1="%.1f" x2="%g" y2="%.1f" stroke="%s" stroke-width="1"/>`, padL, y, chartW-padR, y, grid)
 		fmt.Fprintf(&c.sb, `<text x="%g" y="%.1f" class="axis" text-anchor="end">%s</text>`, padL-6, y+4, template.HTMLEscapeString(unit(v)))
 	}
-	step := max(1, len(buckets)/6)
+	every := time.Duration(max(1, len(buckets)/6)) * rg.Bucket
 	bw := plotW / float64(len(buckets))
-	for i := 0; i < len(buckets); i += step {
+	for i, b := range buckets {
+		if !b.Start.Truncate(every).Equal(b.Start) {
+			continue
+		}
 		x := padL + bw*float64(i) + bw/2
-		fmt.Fprintf(&c.sb, `<text x="%.1f" y="%g" class="axis" text-anchor="middle">%s</text>`, x, chartH-8, buckets[i].Start.Format(rg.Format))
+		fmt.Fprintf(&c.sb, `<text x="%.1f" y="%g" class="axis" text-anchor="middle">%s</text>`, x, chartH-8, b.Start.Format(rg.Format))
 	}
 }
 

@@ -138,6 +138,25 @@ func TestChartsRenderSVG(t *testing.T) {
 			t.Errorf("chart: %.200s", svg)
 		}
 	}
+	// Time labels are round times, evenly spaced, wherever the window
+	// starts: every 10 minutes of the hour, every 4 hours of the day.
+	times := regexp.MustCompile(`text-anchor="middle">(\d\d:\d\d)<`)
+	for _, tc := range []struct {
+		rg   chartRange
+		now  time.Time
+		want string
+	}{
+		{chartRanges[0], time.Date(2026, 5, 1, 12, 33, 0, 0, time.UTC), "11:40 11:50 12:00 12:10 12:20 12:30"},
+		{chartRanges[1], time.Date(2026, 5, 1, 13, 20, 0, 0, time.UTC), "16:00 20:00 00:00 04:00 08:00 12:00"},
+	} {
+		var got []string
+		for _, m := range times.FindAllStringSubmatch(string(throughputChart(bucketize(nil, tc.rg, tc.now), tc.rg)), -1) {
+			got = append(got, m[1])
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("%s at %s: time labels %v, want %s", tc.rg.Key, tc.now.Format("15:04"), got, tc.want)
+		}
+	}
 }
 
 // A viewer's session, with its own valid CSRF token, may take no action
