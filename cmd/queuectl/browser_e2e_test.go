@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -173,16 +174,26 @@ job "heartbeat" {
 	step(t, ctx, "open the DLQ", chromedp.Navigate(s.url+"/dlq"), chromedp.WaitVisible(chromedp.CSS(`a[href="/jobs/broken-import"]`)))
 	screenshot(t, ctx, "dlq")
 	step(t, ctx, "open the dead job", chromedp.Click(chromedp.CSS(`a[href="/jobs/broken-import"]`)), chromedp.WaitVisible(chromedp.CSS(`#retry`)))
+	// Its queue paused, the retried job waits, so the page that shows the
+	// retry's message follows it (refreshing) until it runs.
+	c.ok("queue", "pause", "reports")
 	step(t, ctx, "retry it", chromedp.Click(chromedp.CSS(`#retry`)), chromedp.WaitVisible(chromedp.CSS(`.flash`)))
 	// The message stays on the page but leaves the address, so that a
 	// reload does not announce the retry again.
 	if loc := value(t, ctx, "location after the retry", chromedp.Location()); strings.Contains(loc, "done=") {
 		t.Errorf("the address still carries the action's message: %s", loc)
 	}
+	c.ok("queue", "resume", "reports")
 	waitFor(t, "the retried job to run again", 30*time.Second, func() bool {
 		j := c.job("broken-import")
 		return j.State == "dead" && j.Attempts == 1 && len(c.ok("show", "broken-import")) > 0 && strings.Count(c.ok("show", "broken-import"), "failed") >= 2
 	})
+	// The page follows the job to its end, and the retry's message stays
+	// through those refreshes.
+	step(t, ctx, "see the retried job dead again", chromedp.WaitVisible(`//*[@id="job-state"][contains(text(), "dead")]`))
+	if flash := value(t, ctx, "message after the refreshes", chromedp.Evaluate[string](`(document.querySelector(".flash") || {}).textContent || ""`)); flash == "" {
+		t.Error("the retry's message left the page when it refreshed")
+	}
 
 	// Enqueue a job from the dashboard's form.
 	step(t, ctx, "open the enqueue form", chromedp.Navigate(s.url+"/jobs"), chromedp.Click(chromedp.CSS(`#new-job`)),
@@ -205,6 +216,16 @@ job "heartbeat" {
 	screenshot(t, ctx, "overview")
 	step(t, ctx, "cron", chromedp.Navigate(s.url+"/cron"), chromedp.WaitVisible(`//div[contains(text(), "every 15 minutes")]`))
 	screenshot(t, ctx, "cron")
+	// On a phone the table scrolls sideways and its rows stay a few lines
+	// tall: a next fire squeezed into a narrow column once took three
+	// lines, and each row about 200 px.
+	step(t, ctx, "cron on a phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(s.url+"/cron"),
+		chromedp.WaitVisible(`//div[contains(text(), "every 15 minutes")]`))
+	rows := value(t, ctx, "cron row heights", chromedp.Evaluate[[]float64](`Array.from(document.querySelectorAll(".grid tbody tr")).map(r => r.getBoundingClientRect().height)`))
+	if len(rows) == 0 || slices.Max(rows) > 120 {
+		t.Errorf("cron rows at 390 px are %v px tall, want at most 120", rows)
+	}
+	step(t, ctx, "back to a desktop", chromedp.EmulateViewport(1440, 960))
 	step(t, ctx, "workers", chromedp.Navigate(s.url+"/workers"), chromedp.WaitVisible(chromedp.CSS(`.grid`)))
 	step(t, ctx, "pause a queue", chromedp.Click(chromedp.CSS(`#pause-reports`)), chromedp.WaitVisible(chromedp.CSS(`#resume-reports`)))
 	if out := c.ok("queue", "list", "--json"); !strings.Contains(out, `"paused": true`) {

@@ -93,11 +93,9 @@
         if (newPre) {
           if (follow || newPre.getAttribute("data-attempt") !== oldAttempt) { toEnd(newPre); } else { newPre.scrollTop = oldTop; }
         }
-        var flash = doc.querySelector(".flash");
-        if (!flash) {
-          var old = document.querySelector(".flash");
-          if (old) { old.remove(); }
-        }
+        // An action's message (.flash) sits outside the live region and
+        // stays until the reader leaves the page: the address no longer
+        // carries it, so no refreshed copy of the page has it.
         document.body.classList.remove("stale");
         if (!live.hasAttribute("data-live")) { stopEvents(); }
       })
