@@ -13,8 +13,25 @@ import (
 // controls as ⟨U+202E⟩ (as visible shows them), and invalid UTF-8 becomes
 // U+FFFD. HTML escaping is left to the templates.
 func cleanOutput(b []byte) string {
+	s, _ := cleanLines(b)
+	return s
+}
+
+// cleanLines is cleanOutput that also says where b's last line starts: the
+// index after the last line break it wrote, 0 when it wrote none.
+//
+// Cleaning is not quite line by line: an escape sequence can run across
+// line feeds (a CSI's parameters, an OSC up to its BEL or ST) or end with
+// one ("ESC \n"), a rune can be cut, and "\r\n" is one break. But it cuts b
+// into pieces (an escape sequence, a break, a character) each of which
+// depends only on the bytes from its start on, and a break is whole once
+// the byte after it is known. So when b grows, cleaning it from such a
+// break on gives exactly what cleaning all of it gives after the break;
+// only a break that is b's last byte, a "\r", may still become "\r\n".
+func cleanLines(b []byte) (string, int) {
 	var sb strings.Builder
 	sb.Grow(len(b))
+	last := 0
 	for i := 0; i < len(b); {
 		c := b[i]
 		switch {
@@ -24,12 +41,13 @@ func cleanOutput(b []byte) string {
 		case c == 0x9b: // C1 CSI in 8-bit form (not valid UTF-8 on its own)
 			i = skipCSI(b, i+1)
 			continue
-		case c == '\r':
-			if i+1 < len(b) && b[i+1] == '\n' {
+		case c == '\r' || c == '\n':
+			if c == '\r' && i+1 < len(b) && b[i+1] == '\n' {
 				i++
 			}
 			sb.WriteByte('\n')
-		case c == '\n' || c == '\t':
+			last = i + 1
+		case c == '\t':
 			sb.WriteByte(c)
 		case c == 0x7f:
 			sb.WriteRune('\u2421') // ␡
@@ -52,7 +70,7 @@ func cleanOutput(b []byte) string {
 		}
 		i++
 	}
-	return sb.String()
+	return sb.String(), last
 }
 
 // skipEscape returns the index after the escape sequence starting at b[i].
