@@ -91,6 +91,11 @@
         markScrolling();
         var newPre = document.getElementById("output-live");
         if (newPre) {
+          // The page's panel may be older or newer than the text the event
+          // stream built, which its next "live-append" continues: keep that.
+          if (held && source && source.readyState !== EventSource.CLOSED && newPre.getAttribute("data-attempt") === held.attempt) {
+            showHeld(newPre);
+          }
           if (follow || newPre.getAttribute("data-attempt") !== oldAttempt) { toEnd(newPre); } else { newPre.scrollTop = oldTop; }
         }
         // An action's message (.flash) sits outside the live region and
@@ -103,32 +108,104 @@
       .finally(function () { busy = false; });
   }
 
+  // The running attempt's output as the event stream sent it: a "live"
+  // event sends it whole (its last 64 KiB), a "live-append" what follows
+  // its last line break, so the unfinished last line comes again, whole,
+  // with what came after it. held is that text and its attempt; heldPre the
+  // panel that shows exactly it, whose text nodes an append changes.
+  var held = null;
+  var heldPre = null;
+  var heldMax = 65536;
+
+  // cutText removes n characters of text from the start (or end) of pre.
+  function cutText(pre, n, atStart) {
+    while (n > 0 && pre.firstChild) {
+      var node = atStart ? pre.firstChild : pre.lastChild;
+      if (node.length <= n) {
+        n -= node.length;
+        node.remove();
+      } else {
+        node.deleteData(atStart ? 0 : node.length - n, n);
+        n = 0;
+      }
+    }
+  }
+
+  // showHeld sets pre's text (as text, never as markup) to the held text.
+  function showHeld(pre) {
+    pre.textContent = held.text;
+    heldPre = pre;
+    showWritten();
+  }
+  function showWritten() {
+    var note = document.getElementById("output-live-note");
+    if (note) {
+      note.textContent = held.written + " bytes written" + (held.written > 65536 ? "; the last 64 KiB shown" : "");
+    }
+  }
+  function forget() {
+    held = null;
+    heldPre = null;
+  }
+
+  // onLive applies a "live" or "live-append" event.
+  function onLive(ev, append) {
+    var data;
+    try { data = JSON.parse(ev.data); } catch (e) { return; }
+    var attempt = String(data.attempt);
+    if (append && (!held || held.attempt !== attempt)) {
+      // It continues a text this page lacks: start over, from a "live".
+      stopEvents();
+      startEvents();
+      return;
+    }
+    var old = held ? held.text : "";
+    var kept = append ? old.lastIndexOf("\n") + 1 : 0;
+    var text = old.slice(0, kept) + data.output;
+    // Keep about the last 64 KiB, from a line start.
+    var cut = text.length > heldMax ? text.indexOf("\n", text.length - heldMax) + 1 : 0;
+    held = { attempt: attempt, text: text.slice(cut), written: data.written };
+    var pre = document.getElementById("output-live");
+    if (!pre || attempt !== pre.getAttribute("data-attempt")) { heldPre = null; refresh(); return; }
+    var follow = atEnd(pre);
+    if (append && pre === heldPre) {
+      // Change only the end, and the start when it is cut: the lines the
+      // reader scrolled up to stay where they are.
+      cutText(pre, old.length - kept, false);
+      if (data.output) { pre.appendChild(document.createTextNode(data.output)); }
+      if (pre.childNodes.length > 100) { pre.normalize(); }
+      if (cut > 0) {
+        var height = pre.scrollHeight;
+        cutText(pre, cut, true);
+        if (!follow) { pre.scrollTop -= height - pre.scrollHeight; }
+      }
+      showWritten();
+    } else {
+      showHeld(pre);
+    }
+    if (follow) { toEnd(pre); }
+  }
+
   var source = null;
   function stopEvents() {
     if (source) { source.close(); source = null; }
+    forget();
   }
   var events = live.getAttribute("data-events");
-  if (events && window.EventSource) {
+  function startEvents() {
     // A running job: refresh whenever its stream says it changed.
     source = new EventSource(events);
-    source.addEventListener("job", refresh);
-    source.addEventListener("output", refresh);
-    // The running attempt's output so far: set as text, never as markup.
-    source.addEventListener("live", function (ev) {
-      var pre = document.getElementById("output-live");
-      var note = document.getElementById("output-live-note");
-      var data;
-      try { data = JSON.parse(ev.data); } catch (e) { return; }
-      if (!pre || String(data.attempt) !== pre.getAttribute("data-attempt")) { refresh(); return; }
-      var follow = atEnd(pre);
-      pre.textContent = data.output;
-      if (follow) { toEnd(pre); }
-      if (note) {
-        note.textContent = data.written + " bytes written" + (data.written > 65536 ? "; the last 64 KiB shown" : "");
-      }
+    source.addEventListener("job", function (ev) {
+      // A job that stopped running holds no live output.
+      try { if (JSON.parse(ev.data).state !== "processing") { forget(); } } catch (e) { /* refresh anyway */ }
+      refresh();
     });
+    source.addEventListener("output", refresh);
+    source.addEventListener("live", function (ev) { onLive(ev, false); });
+    source.addEventListener("live-append", function (ev) { onLive(ev, true); });
     source.addEventListener("end", function () { stopEvents(); refresh(); });
   }
+  if (events && window.EventSource) { startEvents(); }
   window.setInterval(refresh, 3000);
   document.addEventListener("visibilitychange", refresh);
 })();
