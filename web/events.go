@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/queuectl/queuectl/queue"
 )
@@ -25,8 +26,10 @@ type outputEvent struct {
 	Dropped int64  `json:"dropped"`
 }
 
-// liveEvent carries the output of the running attempt so far: its last
-// 64 KiB, cleaned like every output shown, and the bytes written in all.
+// liveEvent carries the output of the running attempt so far, cleaned like
+// every output shown, and the bytes written in all: as a "live" event the
+// last 64 KiB of it, as a "live-append" event what follows the last line
+// break of the text the client holds.
 type liveEvent struct {
 	Attempt int    `json:"attempt"`
 	Output  string `json:"output"`
@@ -36,17 +39,82 @@ type liveEvent struct {
 // newLiveEvent cleans a live output; a tail that starts mid-line starts at
 // the next line instead, so no cut escape sequence shows.
 func newLiveEvent(l *queue.LiveOutput) liveEvent {
-	out := l.Output
-	if l.Written > int64(len(out)) {
-		if i := bytes.IndexByte(out, '\n'); i >= 0 {
-			out = out[i+1:]
-		}
-	}
-	return liveEvent{Attempt: l.Attempt, Output: cleanOutput(out), Written: l.Written}
+	ev, _ := liveSnapshot(l)
+	return ev
 }
 
-// liveOutput is the job's running attempt's output so far, or nil.
-func (s *Server) liveOutput(ctx context.Context, j *queue.Job) (*liveEvent, error) {
+// liveSnapshot is newLiveEvent, and the offset in the attempt's output of
+// the start of the event's last (unfinished) line.
+func liveSnapshot(l *queue.LiveOutput) (liveEvent, int64) {
+	start := 0
+	if l.Written > int64(len(l.Output)) {
+		if i := bytes.IndexByte(l.Output, '\n'); i >= 0 {
+			start = i + 1
+		}
+	}
+	return liveFrom(l, start)
+}
+
+// liveFrom cleans l's output from index i, a line start, and returns the
+// offset in the attempt's output where its last line starts. It leaves
+// out the end of the output that is not settled yet: a rune cut short, and
+// a carriage return that the next byte may pair with a line feed. The next
+// event sends them.
+func liveFrom(l *queue.LiveOutput, i int) (liveEvent, int64) {
+	out := settled(l.Output)
+	text, last := cleanLines(out[i:])
+	base := l.Written - int64(len(l.Output))
+	return liveEvent{Attempt: l.Attempt, Output: text, Written: l.Written}, base + int64(i+last)
+}
+
+// settled is b without a last rune cut short and then a last "\r".
+func settled(b []byte) []byte {
+	for k := 1; k < utf8.UTFMax && k <= len(b); k++ {
+		if c := b[len(b)-k]; utf8.RuneStart(c) {
+			if !utf8.FullRune(b[len(b)-k:]) {
+				b = b[:len(b)-k]
+			}
+			break
+		}
+	}
+	return bytes.TrimSuffix(b, []byte{'\r'})
+}
+
+// liveCursor is what an event stream sent of a running attempt's output,
+// so that it sends only what is new.
+type liveCursor struct {
+	attempt int
+	started time.Time // attempt numbers start over when a job is retried
+	written int64
+	// lineStart is the offset in the attempt's output of the line the
+	// client holds unfinished (after the last line break it holds).
+	lineStart int64
+}
+
+// next is the event that brings a client up to live output l of the
+// attempt that started at started: "" when nothing is new; "live-append"
+// with the cleaned output from the start of the line the client holds
+// unfinished, which the client drops and replaces with it; or "live", the
+// whole tail again, for a new attempt or when that line start is no longer
+// in the tail (more than the tail was written since the last event).
+func (c *liveCursor) next(l *queue.LiveOutput, started time.Time) (string, liveEvent) {
+	same := l.Attempt == c.attempt && started.Equal(c.started)
+	if same && l.Written == c.written {
+		return "", liveEvent{}
+	}
+	i := c.lineStart - (l.Written - int64(len(l.Output)))
+	if same && l.Written > c.written && i >= 0 && i <= int64(len(settled(l.Output))) {
+		ev, lineStart := liveFrom(l, int(i))
+		c.written, c.lineStart = l.Written, lineStart
+		return "live-append", ev
+	}
+	ev, lineStart := liveSnapshot(l)
+	*c = liveCursor{attempt: l.Attempt, started: started, written: l.Written, lineStart: lineStart}
+	return "live", ev
+}
+
+// runningOutput is the job's running attempt's output so far, or nil.
+func (s *Server) runningOutput(ctx context.Context, j *queue.Job) (*queue.LiveOutput, error) {
 	if j.State != queue.StateProcessing {
 		return nil, nil
 	}
@@ -54,7 +122,13 @@ func (s *Server) liveOutput(ctx context.Context, j *queue.Job) (*liveEvent, erro
 	if errors.Is(err, queue.ErrNotFound) {
 		return nil, nil
 	}
-	if err != nil {
+	return l, err
+}
+
+// liveOutput is the job's running attempt's output so far as shown, or nil.
+func (s *Server) liveOutput(ctx context.Context, j *queue.Job) (*liveEvent, error) {
+	l, err := s.runningOutput(ctx, j)
+	if l == nil || err != nil {
 		return nil, err
 	}
 	ev := newLiveEvent(l)
@@ -62,9 +136,10 @@ func (s *Server) liveOutput(ctx context.Context, j *queue.Job) (*liveEvent, erro
 }
 
 // jobEvents streams a job as server-sent events: "job" (its JSON, whenever
-// it changes), "live" (the running attempt's output so far, whenever it
-// grows; workers save it about once a second), "output" (each attempt's
-// whole output as the attempt ends) and "end" once the job is finished.
+// it changes), "live" and "live-append" (the running attempt's output so
+// far, then what it adds, whenever it grows; workers save it about once a
+// second; see liveCursor), "output" (each attempt's whole output as the
+// attempt ends) and "end" once the job is finished.
 func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ctx := r.Context()
@@ -88,7 +163,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	sentOutputs := 0
 	lastSeen := time.Time{}
-	var lastLive liveEvent
+	var live liveCursor
 	deadline := time.Now().Add(eventMaxLife)
 	keepAlive := time.Now().Add(eventKeepAlive)
 	for {
@@ -115,11 +190,10 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		if live, err := s.liveOutput(ctx, j); err != nil {
+		if l, err := s.runningOutput(ctx, j); err != nil {
 			return
-		} else if live != nil && (live.Attempt != lastLive.Attempt || live.Written != lastLive.Written) {
-			lastLive = *live
-			if !send("live", live) {
+		} else if l != nil {
+			if event, ev := live.next(l, j.StartedAt); event != "" && !send(event, ev) {
 				return
 			}
 		}

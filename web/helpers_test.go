@@ -225,7 +225,14 @@ func (h *harness) claim(id string) *queue.Job {
 // saveLive saves out as the live output of attempt 1 of id, as w1's.
 func (h *harness) saveLive(id, out string) {
 	h.t.Helper()
-	err := h.store.SaveLiveOutput(context.Background(), queue.LiveOutput{JobID: id, Worker: "w1", Attempt: 1, Output: []byte(out),
+	h.saveLiveOf(id, 1, []byte(out))
+}
+
+// saveLiveOf saves out as all that attempt n of id wrote so far, as w1's
+// (the store keeps its tail).
+func (h *harness) saveLiveOf(id string, n int, out []byte) {
+	h.t.Helper()
+	err := h.store.SaveLiveOutput(context.Background(), queue.LiveOutput{JobID: id, Worker: "w1", Attempt: n, Output: out,
 		Written: int64(len(out)), UpdatedAt: h.clock.now()})
 	if err != nil {
 		h.t.Fatal(err)
