@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -149,10 +150,12 @@ job "heartbeat" {
 
 	// A job enqueued from the CLI appears on the jobs page without a reload.
 	step(t, ctx, "open jobs", chromedp.Navigate(s.url+"/jobs"), chromedp.WaitVisible(chromedp.CSS(`a[href="/jobs/seed-a"]`)))
-	// The job runs until the test opens its gate, so its output is watched
-	// while it runs.
-	gate := filepath.Join(c.home, "gate")
-	c.ok("enqueue", "--id", "live-job", "--command", "echo step 1; while [ ! -e '"+gate+"' ]; do sleep 0.05; done; echo step 2 finished")
+	// The job runs until the test opens its gates, one by one, so its
+	// output is watched while it runs.
+	gate := func(n int) string { return filepath.Join(c.home, fmt.Sprint("gate", n)) }
+	wait := func(n int) string { return "while [ ! -e '" + gate(n) + "' ]; do sleep 0.05; done; " }
+	c.ok("enqueue", "--id", "live-job", "--command", "echo step 1; "+wait(1)+"printf 'step 2,'; "+wait(2)+"echo ' then 3'; "+wait(3)+
+		"echo step 4; "+wait(4)+"echo finished")
 	step(t, ctx, "see the new job without reload", chromedp.WaitVisible(chromedp.CSS(`a[href="/jobs/live-job"]`)))
 	screenshot(t, ctx, "jobs")
 
@@ -163,12 +166,74 @@ job "heartbeat" {
 		t.Errorf("live output shown while the job is %q", state)
 	}
 	screenshot(t, ctx, "job-running")
-	writeFile(t, gate, "")
-	step(t, ctx, "see it finish without reload", chromedp.WaitVisible(`//pre[@id="output-1"][contains(text(), "step 2 finished")]`))
+	// What it prints next comes through the event stream, appended; an
+	// unfinished line is completed. The page's refreshes, which would show
+	// it too, are held meanwhile (their fetch fails).
+	appends := `window.appends = 0; new EventSource(document.querySelector("[data-events]").dataset.events).
+		addEventListener("live-append", () => window.appends++); true`
+	value(t, ctx, "count the appends", chromedp.Evaluate[bool](appends))
+	refreshes := func(on bool) {
+		t.Helper()
+		js := `window.pageFetch = window.pageFetch || window.fetch; window.fetch = () => Promise.reject(new Error("held by the test")); true`
+		if on {
+			js = `window.fetch = window.pageFetch; true`
+		}
+		value(t, ctx, "hold or resume refreshes", chromedp.Evaluate[bool](js))
+	}
+	shows := func(text string) string { return `//pre[@id="output-live"][. = "` + text + `"]` }
+	refreshes(false)
+	writeFile(t, gate(1), "")
+	step(t, ctx, "see an unfinished line", chromedp.WaitVisible(shows("step 1\nstep 2,")))
+	writeFile(t, gate(2), "")
+	step(t, ctx, "see it finished", chromedp.WaitVisible(shows("step 1\nstep 2, then 3\n")))
+	// A refresh of the live region keeps the output, and what comes next
+	// still continues it.
+	value(t, ctx, "mark the live region", chromedp.Evaluate[bool](`document.querySelector("[data-live]").classList.add("seen"); true`))
+	refreshes(true)
+	step(t, ctx, "see the region refreshed", chromedp.WaitVisible(`//*[@data-live][not(contains(@class, "seen"))]`+shows("step 1\nstep 2, then 3\n")))
+	refreshes(false)
+	writeFile(t, gate(3), "")
+	step(t, ctx, "see a line appended after the refresh", chromedp.WaitVisible(shows("step 1\nstep 2, then 3\nstep 4\n")))
+	if n := value(t, ctx, "appends", chromedp.Evaluate[int](`window.appends`)); n == 0 {
+		t.Error("the output came without live-append events")
+	}
+	refreshes(true)
+	writeFile(t, gate(4), "")
+	step(t, ctx, "see it finish without reload", chromedp.WaitVisible(`//pre[@id="output-1"][. = "`+"step 1\nstep 2, then 3\nstep 4\nfinished\n"+`"]`))
 	if cancel := value(t, ctx, "cancel button", chromedp.Evaluate[bool](`document.querySelector("#cancel") !== null`)); cancel {
 		t.Error("the finished job still offers Cancel")
 	}
 	screenshot(t, ctx, "job")
+
+	// A chatty job: the page keeps about the last 64 KiB of its output,
+	// from a line start, and the lines a reader scrolled up to stay put.
+	seq := func(from, to int) string {
+		return fmt.Sprintf("seq -f 'line %%05g: some output of a chatty job' %d %d; ", from, to)
+	}
+	c.ok("enqueue", "--id", "chatty", "--command", seq(1, 1600)+wait(5)+seq(1601, 1800)+wait(6))
+	step(t, ctx, "open the chatty job", chromedp.Navigate(s.url+"/jobs/chatty"), chromedp.WaitVisible(`//pre[@id="output-live"][contains(., "line 01600")]`))
+	const pre = `document.getElementById("output-live")`
+	if end := value(t, ctx, "where it opens", chromedp.Evaluate[bool](`(p => p.scrollTop + p.clientHeight >= p.scrollHeight - 4)(`+pre+`)`)); !end {
+		t.Error("the running attempt's output does not open at its newest lines")
+	}
+	// topLine scrolls the panel into view and returns the start of the line at its top.
+	const topLine = `(p => { p.scrollIntoView(); const r = p.getBoundingClientRect();
+		const c = document.caretRangeFromPoint(r.left + 30, r.top + parseFloat(getComputedStyle(p).paddingTop) + 4);
+		const t = c.startContainer.textContent; return t.slice(t.lastIndexOf("\n", c.startOffset - 1) + 1).slice(0, 10); })(` + pre + `)`
+	refreshes(false)
+	value(t, ctx, "scroll up", chromedp.Evaluate[bool](`(p => { p.scrollTop = 300 * parseFloat(getComputedStyle(p).lineHeight); return true; })(`+pre+`)`))
+	before := value(t, ctx, "the top line", chromedp.Evaluate[string](topLine))
+	writeFile(t, gate(5), "")
+	step(t, ctx, "see more output", chromedp.WaitVisible(`//pre[@id="output-live"][contains(., "line 01800")]`))
+	if after := value(t, ctx, "the top line", chromedp.Evaluate[string](topLine)); after != before || !strings.HasPrefix(before, "line 00") {
+		t.Errorf("the reader's top line was %q and is %q", before, after)
+	}
+	// 72,000 bytes written: the first 162 lines go.
+	if start := value(t, ctx, "the output's start", chromedp.Evaluate[string](pre+`.textContent.slice(0, 11)`)); start != "line 00163:" {
+		t.Errorf("the panel keeps the output from %q", start)
+	}
+	refreshes(true)
+	writeFile(t, gate(6), "")
 
 	// Retry a dead job from the dead-letter queue.
 	step(t, ctx, "open the DLQ", chromedp.Navigate(s.url+"/dlq"), chromedp.WaitVisible(chromedp.CSS(`a[href="/jobs/broken-import"]`)))
