@@ -144,6 +144,20 @@ type Store interface {
 	GetConfig(ctx context.Context) (map[string]string, error)
 	SetConfig(ctx context.Context, key, value string) error
 
+	// RevokeSession records that a browser session ended before its
+	// expiry (its user signed out), so that every process sharing the
+	// store can refuse it. Recording a session twice is no error. The
+	// revocations of sessions that expired before p.PruneBefore are
+	// deleted in the same transaction, so the store keeps only the recent
+	// ones.
+	RevokeSession(ctx context.Context, p RevokeSessionParams) error
+	// RevokedSessions lists the revocations numbered after p.After (all
+	// when 0), by number, leaving out those whose sessions expired before
+	// p.Now. Numbers grow in commit order and are never used again: a
+	// reader that has seen number n has seen every revocation committed
+	// before it, so it may keep what it read and ask for newer ones only.
+	RevokedSessions(ctx context.Context, p RevokedSessionsParams) ([]SessionRevocation, error)
+
 	Close() error
 }
 
@@ -348,6 +362,27 @@ type PruneOutputParams struct {
 	Before time.Time // attempts finished before this
 	Limit  int       // 0: no bound
 	DryRun bool      // count only
+}
+
+// SessionRevocation is a browser session that ended before its expiry.
+type SessionRevocation struct {
+	Seq     int64     // grows in commit order (RevokedSessions)
+	Nonce   []byte    // names the session
+	Expires time.Time // the session's own expiry: past it, it is refused anyway
+}
+
+// RevokeSessionParams records one ended session.
+type RevokeSessionParams struct {
+	Nonce   []byte
+	Expires time.Time
+	// PruneBefore drops the revocations of sessions that expired before it.
+	PruneBefore time.Time
+}
+
+// RevokedSessionsParams selects revocations to read.
+type RevokedSessionsParams struct {
+	After int64     // the last Seq read; 0 reads from the first
+	Now   time.Time // revocations of sessions that expired before it are left out
 }
 
 // JobRecord is one job with its whole history (outputs included), as

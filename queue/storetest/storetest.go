@@ -2,8 +2,8 @@
 // a real database: claim order and exclusivity, retry scheduling, the
 // dead-letter transition, lease-expiry rescue, heartbeats, cancellation,
 // history and output, live output of running attempts, cleanup, config,
-// the worker registry, declared queues and recurring-job templates (one job
-// per slot, overlap policies).
+// the worker registry, declared queues, recurring-job templates (one job
+// per slot, overlap policies) and revoked browser sessions.
 //
 // A store package runs it with storetest.Run(t, open), where open returns
 // a function that opens a new handle on one fresh, empty database per test
@@ -93,6 +93,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"CoalescedCancelled", testCoalescedCancelled},
 	}
 	tests = append(tests, controlTests()...)
+	tests = append(tests, sessionTests()...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
