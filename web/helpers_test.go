@@ -43,26 +43,39 @@ type harness struct {
 
 type storeKind struct {
 	name string
-	open func(t *testing.T) queue.Store
+	// database prepares a fresh database; each call of what it returns
+	// opens another handle on it, as another process would.
+	database func(t *testing.T) func() queue.Store
 }
+
+// open opens a handle on a fresh database.
+func (k storeKind) open(t *testing.T) queue.Store { return k.database(t)() }
 
 // stores are the stores the handler tests run on: SQLite always,
 // PostgreSQL when TEST_DATABASE_URL is set (in CI it must be).
 func stores() []storeKind {
-	return []storeKind{{"sqlite", openSQLite}, {"postgres", openPostgres}}
+	return []storeKind{{"sqlite", sqliteDatabase}, {"postgres", postgresDatabase}}
 }
 
-func openSQLite(t *testing.T) queue.Store {
+func openSQLite(t *testing.T) queue.Store { return sqliteDatabase(t)() }
+
+// sqliteDatabase is a fresh SQLite file (storeKind.database).
+func sqliteDatabase(t *testing.T) func() queue.Store {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "queue.db"))
-	if err != nil {
-		t.Fatal(err)
+	path := filepath.Join(t.TempDir(), "queue.db")
+	return func() queue.Store {
+		st, err := sqlite.Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
 	}
-	t.Cleanup(func() { st.Close() })
-	return st
 }
 
-func openPostgres(t *testing.T) queue.Store {
+// postgresDatabase is a fresh schema on the server of TEST_DATABASE_URL
+// (storeKind.database), dropped when the test ends.
+func postgresDatabase(t *testing.T) func() queue.Store {
 	t.Helper()
 	base := os.Getenv("TEST_DATABASE_URL")
 	if base == "" {
@@ -87,6 +100,7 @@ func openPostgres(t *testing.T) queue.Store {
 		}
 	}
 	exec("CREATE SCHEMA " + schema)
+	t.Cleanup(func() { exec("DROP SCHEMA " + schema + " CASCADE") })
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)
@@ -94,15 +108,14 @@ func openPostgres(t *testing.T) queue.Store {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	st, err := postgres.Open(context.Background(), u.String())
-	if err != nil {
-		t.Fatal(err)
+	return func() queue.Store {
+		st, err := postgres.Open(context.Background(), u.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
 	}
-	t.Cleanup(func() {
-		st.Close()
-		exec("DROP SCHEMA " + schema + " CASCADE")
-	})
-	return st
 }
 
 func newHarness(t *testing.T, st queue.Store, admin, viewer string) *harness {
