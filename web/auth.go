@@ -45,7 +45,8 @@ const (
 // "Authorization: Bearer TOKEN"; browsers sign in once and then send a
 // session cookie signed with a key derived from the tokens, so every
 // process that serves the same tokens accepts it and rotating a token ends
-// every session.
+// every session. Signing out ends one session in every process that shares
+// the store (revocations).
 type authenticator struct {
 	admin, viewer [sha256.Size]byte // token hashes; zero when not configured
 	hasAdmin      bool
@@ -53,14 +54,12 @@ type authenticator struct {
 	key           []byte // HMAC key of sessions and CSRF tokens
 	now           func() time.Time
 	throttle      *throttle
-
-	mu      sync.Mutex
-	revoked map[string]int64 // nonces of sessions signed out here, until their expiry (Unix seconds)
+	revocations   *revocations
 }
 
-func newAuthenticator(admin, viewer string, now func() time.Time) (*authenticator, error) {
+func newAuthenticator(admin, viewer string, st revocationStore, now func() time.Time) (*authenticator, error) {
 	a := &authenticator{hasAdmin: admin != "", hasViewer: viewer != "", now: now, throttle: newThrottle(now),
-		revoked: map[string]int64{}}
+		revocations: newRevocations(st, now)}
 	a.admin, a.viewer = sha256.Sum256([]byte(admin)), sha256.Sum256([]byte(viewer))
 	if a.open() {
 		// No tokens: a per-process key still signs the CSRF token.
@@ -111,26 +110,42 @@ type identity struct {
 	session []byte // the session nonce, for the CSRF token
 }
 
-// identify returns the request's identity. It reports false when a bearer
-// token was not checked because its address is throttled.
-func (a *authenticator) identify(r *http.Request) (identity, bool) {
+// errThrottled: a bearer token was not checked because its address is
+// throttled.
+var errThrottled = errorf(http.StatusTooManyRequests, codeThrottled, "too many failed sign-ins from this address; try again later")
+
+// identify returns the request's identity: roleNone when it proves none.
+// It fails with errThrottled, or, when the sign-outs a session must be
+// checked against cannot be read, with an unavailableError (fail closed:
+// the session is not accepted, nor is it ended).
+func (a *authenticator) identify(r *http.Request) (identity, error) {
 	if a.open() {
-		return identity{role: roleAdmin}, true
+		return identity{role: roleAdmin}, nil
 	}
 	if h := r.Header.Get("Authorization"); h != "" {
 		token, _ := strings.CutPrefix(h, "Bearer ")
 		rl, ok := a.signIn(r.Context(), clientAddr(r), strings.TrimSpace(token))
-		return identity{role: rl, bearer: true}, ok
+		if !ok {
+			return identity{}, errThrottled
+		}
+		return identity{role: rl, bearer: true}, nil
 	}
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return identity{}, true
+		return identity{}, nil
 	}
 	ses, ok := a.verifySession(c.Value)
 	if !ok {
-		return identity{}, true
+		return identity{}, nil
 	}
-	return identity{role: ses.role, session: ses.nonce}, true
+	out, err := a.revocations.refused(r.Context(), ses.nonce)
+	if err != nil {
+		return identity{}, &unavailableError{msg: "the database did not answer, so the session could not be checked", err: err}
+	}
+	if out {
+		return identity{}, nil
+	}
+	return identity{role: ses.role, session: ses.nonce}, nil
 }
 
 // signIn checks a token presented from addr, through the throttle: it
@@ -167,6 +182,8 @@ type session struct {
 	nonce   []byte // random, names the session (CSRF tokens, revocation)
 }
 
+// verifySession checks a session cookie's signature, expiry and role; not
+// whether it was signed out (revocations).
 func (a *authenticator) verifySession(v string) (session, bool) {
 	p, sig, ok := strings.Cut(v, ".")
 	if !ok {
@@ -181,35 +198,27 @@ func (a *authenticator) verifySession(v string) (session, bool) {
 	if s.expires < a.now().Unix() {
 		return session{}, false
 	}
-	a.mu.Lock()
-	_, out := a.revoked[string(s.nonce)]
-	a.mu.Unlock()
-	if out {
-		return session{}, false
-	}
 	if rl := s.role; (rl == roleAdmin && !a.hasAdmin) || (rl == roleViewer && !a.hasViewer) || rl == roleNone || rl > roleAdmin {
 		return session{}, false
 	}
 	return s, true
 }
 
-// revoke ends the session v in this process: it is refused from now on,
-// though its signature stays valid until it expires. Entries go when
-// their sessions would have expired anyway.
-func (a *authenticator) revoke(v string) {
+// revoke ends the session v, though its signature stays valid until it
+// expires: this process refuses it at once, and the others sharing the
+// store refuse it revocationsFresh after the store recorded it at the
+// latest. It fails when the store could not record it; the session is
+// then refused here only, and signing out again (a session signed out
+// here still verifies) records it.
+func (a *authenticator) revoke(ctx context.Context, v string) error {
 	s, ok := a.verifySession(v)
 	if !ok {
-		return
+		return nil
 	}
-	now := a.now().Unix()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for k, until := range a.revoked {
-		if until < now {
-			delete(a.revoked, k)
-		}
+	if err := a.revocations.record(ctx, s.nonce, s.expires); err != nil {
+		return &unavailableError{msg: "signed out of this server, but the database did not record it for the others: sign out again", err: err}
 	}
-	a.revoked[string(s.nonce)] = s.expires
+	return nil
 }
 
 // csrfToken is the token a page embeds in its forms: bound to the session

@@ -39,6 +39,16 @@ const (
 	codeInternal     = "internal"       // 500
 )
 
+// unavailableError is a store failure a request reports as 503
+// unavailable with msg; the log gets the cause too.
+type unavailableError struct {
+	msg string
+	err error
+}
+
+func (e *unavailableError) Error() string { return e.msg + ": " + e.err.Error() }
+func (e *unavailableError) Unwrap() error { return e.err }
+
 func errorf(status int, code, format string, a ...any) *apiError {
 	return &apiError{Status: status, Code: code, Message: fmt.Sprintf(format, a...)}
 }
@@ -54,9 +64,12 @@ func toAPIError(err error) *apiError {
 	var ae *apiError
 	var se *view.SpecError
 	var tooLarge *http.MaxBytesError
+	var unavailable *unavailableError
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &unavailable):
+		return errorf(http.StatusServiceUnavailable, codeUnavailable, "%s", unavailable.msg)
 	case errors.As(err, &se):
 		return &apiError{Status: http.StatusBadRequest, Code: codeInvalidJob, Message: se.Msg, Field: se.Field}
 	case errors.As(err, &tooLarge):

@@ -1,7 +1,9 @@
 package web
 
 import (
+	"context"
 	"net/http"
+	"time"
 )
 
 // loginPage shows the sign-in form (or, without tokens, sends the browser on).
@@ -54,10 +56,17 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 }
 
 // logout ends the browser's session: the cookie is cleared, and the
-// session is refused from now on should its value be replayed.
+// session is refused from now on, by every process sharing the store,
+// should its value be replayed. When the store cannot record that, the
+// cookie stays, so that signing out again can.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		s.auth.revoke(c.Value)
+		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+		defer cancel()
+		if err := s.auth.revoke(ctx, c.Value); err != nil {
+			s.fail(w, r, err)
+			return
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: isTLS(r)})

@@ -97,10 +97,12 @@ func (s *Server) needForm(min role, next http.Handler) http.Handler { return s.g
 
 func (s *Server) guard(min role, form bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, checked := s.auth.identify(r)
-		if !checked {
-			w.Header().Set("Retry-After", "8")
-			s.fail(w, r, errorf(http.StatusTooManyRequests, codeThrottled, "too many failed sign-ins from this address; try again later"))
+		id, err := s.auth.identify(r)
+		if err != nil {
+			if errors.Is(err, errThrottled) {
+				w.Header().Set("Retry-After", "8")
+			}
+			s.fail(w, r, err)
 			return
 		}
 		if id.role == roleNone {

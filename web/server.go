@@ -65,7 +65,7 @@ func New(cfg Config) (*Server, error) {
 		s.now = func() time.Time { return time.Now().UTC() }
 	}
 	var err error
-	if s.auth, err = newAuthenticator(cfg.AdminToken, cfg.ViewerToken, s.now); err != nil {
+	if s.auth, err = newAuthenticator(cfg.AdminToken, cfg.ViewerToken, cfg.Store, s.now); err != nil {
 		return nil, err
 	}
 	if s.pages, err = newPages(); err != nil {
