@@ -139,10 +139,12 @@ func (s *Server) liveOutput(ctx context.Context, j *queue.Job) (*liveEvent, erro
 // it changes), "live" and "live-append" (the running attempt's output so
 // far, then what it adds, whenever it grows; workers save it about once a
 // second; see liveCursor), "output" (each attempt's whole output as the
-// attempt ends) and "end" once the job is finished.
+// attempt ends) and "end" once the job is finished. The stream ends
+// when its session is signed out.
 func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	ctx := r.Context()
+	ctx, cancel := s.whileSignedIn(r)
+	defer cancel()
 	j, err := s.cfg.Store.GetJob(ctx, id)
 	if err != nil {
 		s.fail(w, r, err)

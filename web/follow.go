@@ -29,7 +29,8 @@ func (s *Server) outputHandler() http.Handler {
 // starts, each write flushed; the answer ends when that attempt ends, with
 // the rest of its recorded output. A job neither running nor pending
 // answers its latest attempt's output at once. Workers save a running
-// attempt's output about once a second (queue.Follow).
+// attempt's output about once a second (queue.Follow). The answer ends,
+// cut short, when its session is signed out.
 func (s *Server) followOutput(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	for _, name := range []string{"attempt", "nth"} {
@@ -39,7 +40,9 @@ func (s *Server) followOutput(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), eventMaxLife)
+	signedIn, signedOut := s.whileSignedIn(r)
+	defer signedOut()
+	ctx, cancel := context.WithTimeout(signedIn, eventMaxLife)
 	defer cancel()
 	j, err := s.cfg.Store.GetJob(ctx, id)
 	if err != nil {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 
@@ -16,6 +17,10 @@ const (
 	revocationsFresh = 2 * time.Second
 	// revocationsReadTimeout bounds one read of the store's sign-outs.
 	revocationsReadTimeout = 5 * time.Second
+	// streamCheck is how often a response that streams checks that its
+	// session was not signed out (whileSignedIn); it reads the store no
+	// more often than any other check does.
+	streamCheck = 500 * time.Millisecond
 	// revocationKeep is how long the store keeps a sign-out past its
 	// session's expiry, so that a process whose clock runs behind the
 	// signing-out one's still refuses the session.
@@ -149,4 +154,33 @@ func (rv *revocations) pruneLocked(now int64) {
 			delete(rv.revoked, k)
 		}
 	}
+}
+
+// whileSignedIn is the request's context, ended once the session the
+// request came with is signed out, in any process, or can no longer be
+// checked: a response that streams (job events, followed output) ends
+// with its session, as a new request with the cookie would be refused.
+// For a bearer token it is the request's context.
+func (s *Server) whileSignedIn(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(r.Context())
+	nonce := identityOf(r).session
+	if nonce == nil {
+		return ctx, cancel
+	}
+	go func() {
+		t := time.NewTicker(streamCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if out, err := s.auth.revocations.refused(ctx, nonce); out || err != nil {
+				cancel()
+				return
+			}
+		}
+	}()
+	return ctx, cancel
 }

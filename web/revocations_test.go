@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -235,5 +236,39 @@ func TestSessionChecksShareOneRead(t *testing.T) {
 	}
 	if got := probe.readAfters(); len(got) != 1 {
 		t.Errorf("%d reads for %d checks", len(got), checks)
+	}
+}
+
+// A job's event stream and its followed output, opened on one server with
+// a session, end once the session is signed out on another.
+func TestSignOutEndsStreams(t *testing.T) {
+	open := sqliteDatabase(t)
+	a := newHarness(t, open(), adminToken, viewerToken)
+	b := newHarness(t, open(), adminToken, viewerToken)
+	a.enqueue(`{"id":"s","command":"true"}`) // pending: neither stream ends by itself
+	srv := httptest.NewServer(b.srv.Handler())
+	defer srv.Close()
+	for _, path := range []string{"/api/v1/jobs/s/events", "/api/v1/jobs/s/output?follow=1"} {
+		c := a.signIn(adminToken)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		hr, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hr.AddCookie(c)
+		resp, err := http.DefaultClient.Do(hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d", path, resp.StatusCode)
+		}
+		a.signOut(c)
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Errorf("%s: the stream did not end after the sign-out: %v", path, err)
+		}
 	}
 }
