@@ -8,6 +8,8 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -204,6 +206,10 @@ func (a *authenticator) verifySession(v string) (session, bool) {
 	return s, true
 }
 
+// errSignOutUnrecorded is a sign-out the store did not record; its error
+// page offers to sign out again.
+var errSignOutUnrecorded = errors.New("sign-out not recorded")
+
 // revoke ends the session v, though its signature stays valid until it
 // expires: this process refuses it at once, and the others sharing the
 // store refuse it revocationsFresh after the store recorded it at the
@@ -216,7 +222,8 @@ func (a *authenticator) revoke(ctx context.Context, v string) error {
 		return nil
 	}
 	if err := a.revocations.record(ctx, s.nonce, s.expires); err != nil {
-		return &unavailableError{msg: "signed out of this server, but the database did not record it for the others: sign out again", err: err}
+		return &unavailableError{msg: "signed out of this server, but the database did not record it for the others: sign out again",
+			err: fmt.Errorf("%w: %w", errSignOutUnrecorded, err)}
 	}
 	return nil
 }

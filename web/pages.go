@@ -90,10 +90,16 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	w.Write(buf.Bytes())
 }
 
+// errorData is what the error page shows.
+type errorData struct {
+	*apiError
+	SignOutAgain bool // a sign-out the store did not record: offer another
+}
+
 // errorPage shows an API error to a browser; a signed-in reader keeps the
 // navigation, with no entry active, to go on from where the error left
 // them.
-func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, e *apiError) {
+func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, e errorData) {
 	p := page{Title: http.StatusText(e.Status), Data: e}
 	if identityOf(r).role >= roleViewer {
 		p.Nav = "error"

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -186,6 +187,9 @@ func TestSessionCheckFailsClosed(t *testing.T) {
 		http.StatusServiceUnavailable)
 	if clearsSession(rec) {
 		t.Error("a sign-out the store did not record cleared the cookie")
+	}
+	if !strings.Contains(rec.Body.String(), `id="sign-out-again"`) {
+		t.Errorf("the page of a sign-out the store did not record offers no other: %s", rec.Body.String())
 	}
 	if code := h.status(c); code != http.StatusUnauthorized {
 		t.Errorf("this server after the failed sign-out: %d", code)

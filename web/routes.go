@@ -145,7 +145,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.cfg.Log.Error().Err(err).Str("method", r.Method).Str("path", r.URL.Path).Msg("request failed")
 	}
 	if wantsHTML(r) {
-		s.errorPage(w, r, ae)
+		s.errorPage(w, r, errorData{apiError: ae, SignOutAgain: errors.Is(err, errSignOutUnrecorded)})
 		return
 	}
 	writeJSON(w, ae.Status, ae)
