@@ -31,6 +31,18 @@ func TestLiveOutputOfARunningJob(t *testing.T) {
 			if !strings.Contains(body, `id="output-live" data-attempt="1">step 1 &lt;b&gt;`) {
 				t.Errorf("the job page lacks the live output:\n%s", body)
 			}
+			// A refresh beside a stream that holds attempt 1 gets its panel
+			// without the text; one that holds another attempt gets it all.
+			c := h.signIn(viewerToken)
+			for held, want := range map[string]string{
+				"1": `id="output-live" data-attempt="1" data-held></pre>`,
+				"2": `id="output-live" data-attempt="1">step 1 &lt;b&gt;`,
+			} {
+				rec := h.must(req{path: "/jobs/run", cookies: []*http.Cookie{c}, header: map[string]string{"Accept": "text/html", "X-Live-Held": held}}, http.StatusOK)
+				if !strings.Contains(rec.Body.String(), want) {
+					t.Errorf("X-Live-Held: %s: the page lacks %s", held, want)
+				}
+			}
 
 			lines := h.events("run")
 			// next returns the data of the next "live" event.

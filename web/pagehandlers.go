@@ -125,6 +125,7 @@ type jobData struct {
 	Outputs []attemptOutput
 	Live    bool
 	Running *liveEvent // the running attempt's output so far
+	Held    bool       // left out: the page's event stream holds it
 }
 
 type attemptOutput struct {
@@ -145,7 +146,11 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) error {
 	if d.Detail, err = s.jobDetail(ctx, id, identityOf(r).role); err != nil {
 		return err
 	}
-	if d.Running, err = s.liveOutput(ctx, j); err != nil {
+	// A page refreshed beside an event stream that holds this attempt's
+	// output gets the panel without it (app.js).
+	if held := r.Header.Get("X-Live-Held"); held != "" && held == strconv.Itoa(j.Attempts) && j.State == queue.StateProcessing {
+		d.Held = true
+	} else if d.Running, err = s.liveOutput(ctx, j); err != nil {
 		return err
 	}
 	// The newest attempts first, their output cleaned of terminal escapes.

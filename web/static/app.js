@@ -62,7 +62,15 @@
     var active = document.activeElement;
     if (active && live.contains(active) && /^(SELECT|INPUT|TEXTAREA)$/.test(active.tagName)) { return; }
     busy = true;
-    fetch(window.location.href, { headers: { "Accept": "text/html" }, credentials: "same-origin" })
+    // While the event stream keeps the running attempt's output, the page
+    // need not send it again: X-Live-Held names the attempt held, and the
+    // server leaves that panel's text out (data-held), about 64 KiB less
+    // every few seconds for a chatty job.
+    var headers = { "Accept": "text/html" };
+    var asked = streaming() ? held.attempt : "";
+    if (asked) { headers["X-Live-Held"] = asked; }
+    var again = false;
+    fetch(window.location.href, { headers: headers, credentials: "same-origin" })
       .then(function (res) {
         if (res.redirected || !res.ok) { throw new Error("status " + res.status); }
         return res.text();
@@ -93,8 +101,12 @@
         if (newPre) {
           // The page's panel may be older or newer than the text the event
           // stream built, which its next "live-append" continues: keep that.
-          if (held && source && source.readyState !== EventSource.CLOSED && newPre.getAttribute("data-attempt") === held.attempt) {
+          if (streaming() && newPre.getAttribute("data-attempt") === held.attempt) {
             showHeld(newPre);
+          } else if (newPre.hasAttribute("data-held")) {
+            // The stream ended while this page was asked for without the
+            // text: ask again, for all of it.
+            again = true;
           }
           if (follow || newPre.getAttribute("data-attempt") !== oldAttempt) { toEnd(newPre); } else { newPre.scrollTop = oldTop; }
         }
@@ -105,7 +117,16 @@
         if (!live.hasAttribute("data-live")) { stopEvents(); }
       })
       .catch(function () { document.body.classList.add("stale"); })
-      .finally(function () { busy = false; });
+      .finally(function () {
+        busy = false;
+        if (again) { refresh(); }
+      });
+  }
+
+  // streaming reports whether the event stream holds the running
+  // attempt's output.
+  function streaming() {
+    return held !== null && source !== null && source.readyState !== EventSource.CLOSED;
   }
 
   // The running attempt's output as the event stream sent it: a "live"
