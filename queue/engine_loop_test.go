@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/queuectl/queuectl/internal/proc"
+	"github.com/queuectl/queuectl/internal/testutil/fakeclock"
 	"github.com/queuectl/queuectl/queue"
 )
 
@@ -222,7 +223,7 @@ func TestEngineStopInterruptsWhenGraceEnds(t *testing.T) {
 	// The next worker runs it as attempt 2: attempt numbers are never
 	// taken back, so a rescuer looking for attempt 1's leftovers (by
 	// QUEUECTL_ATTEMPT) cannot take attempt 2's processes for them.
-	clock := newFakeClock(time.Now().Add(time.Second))
+	clock := fakeclock.New(time.Now().Add(time.Second))
 	rerun := &scripted{clock: clock, results: []queue.RunResult{exited(0)}}
 	next := &fakeEngine{store: st, clock: clock, runner: rerun, eng: queue.NewEngine(st, rerun.runner(), queue.EngineConfig{Clock: clock, Processes: proc.Host{}})}
 	next.process(t, 1)

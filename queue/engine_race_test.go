@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queuectl/queuectl/internal/proc"
+	"github.com/queuectl/queuectl/internal/testutil/fakeclock"
 	"github.com/queuectl/queuectl/queue"
 )
 
@@ -37,7 +38,7 @@ func (s *rescuingStore) FinishJobs(ctx context.Context, fs []queue.Finish) ([]bo
 func TestEngineJobFinishingDuringOwnRescueIsNotLost(t *testing.T) {
 	base, _ := openStore(t)
 	st := &rescuingStore{Store: base}
-	clock := newFakeClock(t0)
+	clock := fakeclock.New(t0)
 	r := &scripted{clock: clock, took: 31 * time.Second, results: []queue.RunResult{exited(0)}}
 	st.eng = queue.NewEngine(st, r.runner(), queue.EngineConfig{WorkerID: "test-worker", Clock: clock, Lease: 30 * time.Second, Processes: proc.Host{}})
 	enqueue(t, st, queue.NewJob{ID: "ends-now"}, t0)

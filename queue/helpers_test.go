@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queuectl/queuectl/internal/proc"
+	"github.com/queuectl/queuectl/internal/testutil/fakeclock"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/sqlite"
 )
@@ -19,33 +20,6 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 const waitLimit = 10 * time.Second
 
 func ptr[T any](v T) *T { return &v }
-
-// fakeClock is a queue.Clock that only moves when the test moves it.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock(t time.Time) *fakeClock { return &fakeClock{now: t} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
-func (c *fakeClock) Advance(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	return c.now
-}
 
 func testCtx(t *testing.T) context.Context {
 	t.Helper()
@@ -118,7 +92,7 @@ func exited(code int) queue.RunResult { return queue.RunResult{ExitCode: code} }
 // of fake time and returns the next scripted result (the last one repeats).
 // It records every RunSpec it gets.
 type scripted struct {
-	clock   *fakeClock
+	clock   *fakeclock.Clock
 	took    time.Duration
 	mu      sync.Mutex
 	results []queue.RunResult
@@ -153,7 +127,7 @@ func (s *scripted) calls() []queue.RunSpec {
 // ProcessAvailable and RescueOnce (it is never started).
 type fakeEngine struct {
 	store  *sqlite.Store
-	clock  *fakeClock
+	clock  *fakeclock.Clock
 	runner *scripted
 	eng    *queue.Engine
 }
@@ -161,7 +135,7 @@ type fakeEngine struct {
 func newFakeEngine(t *testing.T, results ...queue.RunResult) *fakeEngine {
 	t.Helper()
 	st, _ := openStore(t)
-	clock := newFakeClock(t0)
+	clock := fakeclock.New(t0)
 	if len(results) == 0 {
 		results = []queue.RunResult{exited(0)}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/queuectl/queuectl/internal/proc"
+	"github.com/queuectl/queuectl/internal/testutil/fakeclock"
 	"github.com/queuectl/queuectl/queue"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestEngineSavesLiveOutput(t *testing.T) {
 	st, path := openStore(t)
 	other := openStoreAt(t, path)
-	clock := newFakeClock(t0)
+	clock := fakeclock.New(t0)
 	r := &scripted{clock: clock, took: time.Second, results: []queue.RunResult{{ExitCode: 0, Output: []byte("step 1\nstep 2\n")}}}
 	var mu sync.Mutex
 	out := []byte("step 1\n")

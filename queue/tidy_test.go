@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuectl/queuectl/internal/testutil/fakeclock"
 	"github.com/queuectl/queuectl/queue"
 )
 
@@ -33,7 +34,7 @@ func (s *tidyingStore) Tidy(ctx context.Context) ([]string, error) {
 func TestEngineTidiesAStoreThatAsks(t *testing.T) {
 	st, _ := openStore(t)
 	ts := &tidyingStore{Store: st, rounds: make(chan context.Context, 100)}
-	eng := startEngine(t, ts, (&scripted{clock: newFakeClock(t0), results: []queue.RunResult{exited(0)}}).runner(),
+	eng := startEngine(t, ts, (&scripted{clock: fakeclock.New(t0), results: []queue.RunResult{exited(0)}}).runner(),
 		queue.EngineConfig{WorkerID: "tidy-worker", Tidy: 5 * time.Millisecond})
 	first := recv(t, ts.rounds, "the first tidy round")
 	recv(t, ts.rounds, "a tidy round after a failed one")

@@ -9,39 +9,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuectl/queuectl/internal/testutil/fakeclock"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/sqlite"
 	"github.com/queuectl/queuectl/scheduler"
 )
 
-// fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t.UTC()
-	c.mu.Unlock()
-}
-
 type fixture struct {
 	t     *testing.T
 	path  string
 	store queue.Store
-	clock *fakeClock
+	clock *fakeclock.Clock
 }
 
 func newFixture(t *testing.T, start time.Time, templates ...*queue.Template) *fixture {
 	t.Helper()
-	f := &fixture{t: t, path: filepath.Join(t.TempDir(), "queue.db"), clock: &fakeClock{now: start.UTC()}}
+	f := &fixture{t: t, path: filepath.Join(t.TempDir(), "queue.db"), clock: fakeclock.New(start.UTC())}
 	f.store = f.open()
 	if err := f.store.ApplyTemplates(context.Background(), templates, start.UTC()); err != nil {
 		t.Fatal(err)
@@ -65,7 +48,7 @@ func (f *fixture) scheduler(st queue.Store) *scheduler.Scheduler {
 
 func (f *fixture) tick(s *scheduler.Scheduler, at time.Time) {
 	f.t.Helper()
-	f.clock.Set(at)
+	f.clock.Set(at.UTC())
 	if _, err := s.Tick(context.Background()); err != nil {
 		f.t.Fatalf("tick at %v: %v", at, err)
 	}
@@ -289,7 +272,7 @@ func TestTwoSchedulersFireEachSlotOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for at := from; !at.After(from.Add(5 * time.Minute)); at = at.Add(time.Second) {
-				f.clock.Set(at) // both see the same clock; ticks interleave freely
+				f.clock.Set(at.UTC()) // both see the same clock; ticks interleave freely
 				if _, err := s.Tick(context.Background()); err != nil {
 					t.Error(err)
 					return

@@ -35,7 +35,7 @@ func TestQueueActions(t *testing.T) {
 			if q := decode[view.Queue](t, h.must(pause, http.StatusOK)); !q.Paused || q.Jobs[queue.StatePending] != 1 {
 				t.Errorf("pause answered %+v", q)
 			}
-			jobs, err := h.store.ClaimJobs(t0ctx(), queue.ClaimParams{Worker: "w", Limit: 1, Now: h.clock.now(), LeaseUntil: h.clock.now()})
+			jobs, err := h.store.ClaimJobs(t0ctx(), queue.ClaimParams{Worker: "w", Limit: 1, Now: h.clock.Now(), LeaseUntil: h.clock.Now()})
 			if err != nil || len(jobs) != 0 {
 				t.Fatalf("claim of a paused queue: %v, %v", jobs, err)
 			}

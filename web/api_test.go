@@ -101,7 +101,7 @@ func TestEnqueueValidatesLikeTheCLI(t *testing.T) {
 				t.Fatalf("rejected jobs were stored: %v", jobs)
 			}
 			j := h.enqueue(`{"id":"ok","command":"echo hi","queue":"mail","priority":3,"timeout":"90s","run_at":"+1m"}`)
-			if j.ID != "ok" || j.Queue != "mail" || j.Priority != 3 || *j.Timeout != 90 || !j.RunAt.Equal(h.clock.now().Add(time.Minute)) {
+			if j.ID != "ok" || j.Queue != "mail" || j.Priority != 3 || *j.Timeout != 90 || !j.RunAt.Equal(h.clock.Now().Add(time.Minute)) {
 				t.Errorf("enqueued: %+v", j)
 			}
 			rec := h.must(req{method: "POST", path: "/api/v1/jobs", body: `{"id":"ok","command":"true"}`, token: adminToken}, http.StatusConflict)
@@ -118,7 +118,7 @@ func TestJobListFiltersAndPagesStably(t *testing.T) {
 			h := newHarness(t, sk.open(t), adminToken, viewerToken)
 			for i := range 7 {
 				h.enqueue(fmt.Sprintf(`{"id":"j%d","command":"echo %d","queue":"q%d","labels":{"mod":"m%d"}}`, i, i, i%2, i%3))
-				h.clock.t = h.clock.t.Add(time.Millisecond)
+				h.clock.Advance(time.Millisecond)
 			}
 			var got []string
 			path := "/api/v1/jobs?limit=3"
@@ -268,11 +268,11 @@ func TestStatusStatsQueuesWorkersMatchTheCLIShapes(t *testing.T) {
 	h.enqueue(`{"id":"b","command":"true","queue":"mail"}`)
 	h.enqueue(`{"id":"c","command":"true","queue":"mail","run_at":"+24h"}`)
 	h.store.ApplyQueues(ctx, []queue.QueueConfig{{Name: "mail", Concurrency: 4}})
-	h.store.RegisterWorker(ctx, &queue.WorkerInfo{ID: "w1", PID: 42, Host: "box", BootID: "b", StartedAt: h.clock.now(), HeartbeatAt: h.clock.now()})
+	h.store.RegisterWorker(ctx, &queue.WorkerInfo{ID: "w1", PID: 42, Host: "box", BootID: "b", StartedAt: h.clock.Now(), HeartbeatAt: h.clock.Now()})
 
 	st := decode[view.Status](t, h.must(req{path: "/api/v1/status", token: viewerToken}, http.StatusOK))
 	counts, _ := h.store.CountJobs(ctx)
-	scheduled, _ := h.store.CountScheduled(ctx, h.clock.now())
+	scheduled, _ := h.store.CountScheduled(ctx, h.clock.Now())
 	if want := view.NewStatus(counts, scheduled, 1); fmt.Sprint(st) != fmt.Sprint(want) || st.Jobs[view.Scheduled] != 1 || st.Jobs[queue.StatePending] != 1 {
 		t.Errorf("status %v, want %v with one scheduled and one pending", st, want)
 	}
@@ -281,7 +281,7 @@ func TestStatusStatsQueuesWorkersMatchTheCLIShapes(t *testing.T) {
 		t.Errorf("stats: %+v", stats)
 	}
 	h.must(req{path: "/api/v1/stats?since=forever", token: viewerToken}, http.StatusBadRequest)
-	h.clock.t = h.clock.t.Add(2 * time.Hour)
+	h.clock.Advance(2 * time.Hour)
 	qs := decode[[]view.Queue](t, h.must(req{path: "/api/v1/queues", token: viewerToken}, http.StatusOK))
 	if len(qs) != 1 || qs[0].Name != "mail" || qs[0].Concurrency != 4 || qs[0].Backlog != 1 || qs[0].Workers != 1 ||
 		qs[0].OldestPendingAgeSeconds == nil || *qs[0].OldestPendingAgeSeconds < 7199 {
@@ -298,7 +298,7 @@ func TestCronListAndTrigger(t *testing.T) {
 		t.Run(sk.name, func(t *testing.T) {
 			h := newHarness(t, sk.open(t), adminToken, viewerToken)
 			ctx := context.Background()
-			start := h.clock.now().Add(-time.Hour)
+			start := h.clock.Now().Add(-time.Hour)
 			err := h.store.ApplyTemplates(ctx, []*queue.Template{
 				{Name: "report", Schedule: "*/5 * * * *", TimeZone: "UTC", Command: "echo report", Overlap: queue.OverlapSkip, CatchUp: queue.CatchUpNone, Enabled: true},
 			}, start)

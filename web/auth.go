@@ -110,6 +110,7 @@ type identity struct {
 	role    role
 	bearer  bool   // an Authorization header: not a browser's ambient credential
 	session []byte // the session nonce, for the CSRF token
+	expires int64  // the session's expiry (Unix seconds); 0 without one
 }
 
 // errThrottled: a bearer token was not checked because its address is
@@ -147,7 +148,7 @@ func (a *authenticator) identify(r *http.Request) (identity, error) {
 	if out {
 		return identity{}, nil
 	}
-	return identity{role: ses.role, session: ses.nonce}, nil
+	return identity{role: ses.role, session: ses.nonce, expires: ses.expires}, nil
 }
 
 // signIn checks a token presented from addr, through the throttle: it

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuectl/queuectl/internal/testutil/fakeclock"
 	"github.com/queuectl/queuectl/queue"
 )
 
@@ -40,7 +41,7 @@ func TestSignInSetsAStrictSessionCookie(t *testing.T) {
 	forged.Value = strings.Replace(c.Value, c.Value[:2], "AA", 1)
 	h.must(req{path: "/api/v1/status", cookies: []*http.Cookie{&forged}}, http.StatusUnauthorized)
 	// Expired.
-	h.clock.t = h.clock.t.Add(sessionTTL + time.Minute)
+	h.clock.Advance(sessionTTL + time.Minute)
 	h.must(req{path: "/api/v1/status", cookies: []*http.Cookie{c}}, http.StatusUnauthorized)
 }
 
@@ -59,8 +60,8 @@ func TestPagesSendBrowsersToSignIn(t *testing.T) {
 }
 
 func TestFailedSignInsAreSlowedDown(t *testing.T) {
-	clock := &testClock{t: time.Unix(1e9, 0)}
-	th := newThrottle(clock.now)
+	clock := fakeclock.New(time.Unix(1e9, 0))
+	th := newThrottle(clock.Now)
 	if d := th.delay("1.2.3.4"); d != 0 {
 		t.Fatalf("first try waits %s", d)
 	}
@@ -76,7 +77,7 @@ func TestFailedSignInsAreSlowedDown(t *testing.T) {
 	if last != maxDelay || th.delay("5.6.7.8") != 0 {
 		t.Errorf("wait %s; another address waits %s", last, th.delay("5.6.7.8"))
 	}
-	clock.t = clock.t.Add(forgetAfter + time.Second)
+	clock.Advance(forgetAfter + time.Second)
 	if d := th.delay("1.2.3.4"); d != 0 {
 		t.Errorf("after a quiet quarter hour the wait is %s", d)
 	}

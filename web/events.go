@@ -52,16 +52,15 @@ func liveSnapshot(l *queue.LiveOutput) (liveEvent, int64) {
 			start = i + 1
 		}
 	}
-	return liveFrom(l, start)
+	return liveFrom(l, settled(l.Output), start)
 }
 
 // liveFrom cleans l's output from index i, a line start, and returns the
 // offset in the attempt's output where its last line starts. It leaves
-// out the end of the output that is not settled yet: a rune cut short, and
-// a carriage return that the next byte may pair with a line feed. The next
-// event sends them.
-func liveFrom(l *queue.LiveOutput, i int) (liveEvent, int64) {
-	out := settled(l.Output)
+// out the end of the output that is not settled yet (out is
+// settled(l.Output)): a rune cut short, and a carriage return that the
+// next byte may pair with a line feed. The next event sends them.
+func liveFrom(l *queue.LiveOutput, out []byte, i int) (liveEvent, int64) {
 	text, last := cleanLines(out[i:])
 	base := l.Written - int64(len(l.Output))
 	return liveEvent{Attempt: l.Attempt, Output: text, Written: l.Written}, base + int64(i+last)
@@ -103,8 +102,8 @@ func (c *liveCursor) next(l *queue.LiveOutput, started time.Time) (string, liveE
 		return "", liveEvent{}
 	}
 	i := c.lineStart - (l.Written - int64(len(l.Output)))
-	if same && l.Written > c.written && i >= 0 && i <= int64(len(settled(l.Output))) {
-		ev, lineStart := liveFrom(l, int(i))
+	if out := settled(l.Output); same && l.Written > c.written && i >= 0 && i <= int64(len(out)) {
+		ev, lineStart := liveFrom(l, out, int(i))
 		c.written, c.lineStart = l.Written, lineStart
 		return "live-append", ev
 	}

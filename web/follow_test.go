@@ -45,7 +45,7 @@ func TestFollowOutputOfARunningJob(t *testing.T) {
 			next("step 2\n")
 
 			code := 0
-			now := h.clock.now()
+			now := h.clock.Now()
 			end := queue.End{Outcome: queue.OutcomeSucceeded, ExitCode: &code, Started: now, Finished: now.Add(time.Second),
 				Output: []byte("step 1\nstep 2\ndone\n")}
 			f := queue.RetryPolicy{}.Decide(job, "w1", end, end.Finished)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuectl/queuectl/internal/testutil/fakeclock"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/postgres"
 	"github.com/queuectl/queuectl/queue/sqlite"
@@ -28,17 +29,12 @@ const (
 	viewerToken = "viewer-secret-token"
 )
 
-// testClock is a settable clock.
-type testClock struct{ t time.Time }
-
-func (c *testClock) now() time.Time { return c.t }
-
 // harness is a server on a real store, called in-process.
 type harness struct {
 	t     *testing.T
 	store queue.Store
 	srv   *Server
-	clock *testClock
+	clock *fakeclock.Clock
 }
 
 type storeKind struct {
@@ -120,8 +116,8 @@ func postgresDatabase(t *testing.T) func() queue.Store {
 
 func newHarness(t *testing.T, st queue.Store, admin, viewer string) *harness {
 	t.Helper()
-	clock := &testClock{t: time.Now().UTC().Truncate(time.Microsecond)}
-	srv, err := New(Config{Store: st, Log: zerolog.Nop(), AdminToken: admin, ViewerToken: viewer, Now: clock.now})
+	clock := fakeclock.New(time.Now().UTC().Truncate(time.Microsecond))
+	srv, err := New(Config{Store: st, Log: zerolog.Nop(), AdminToken: admin, ViewerToken: viewer, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +202,7 @@ func (h *harness) enqueue(body string) queue.JobJSON {
 func (h *harness) runJob(id string, outcome queue.Outcome, output string) {
 	h.t.Helper()
 	ctx := context.Background()
-	now := h.clock.now()
+	now := h.clock.Now()
 	jobs, err := h.store.ClaimJobs(ctx, queue.ClaimParams{Worker: "w1", Limit: 1, Now: now.Add(time.Hour), LeaseUntil: now.Add(2 * time.Hour)})
 	if err != nil || len(jobs) != 1 || jobs[0].ID != id {
 		h.t.Fatalf("claim %s: %v %v", id, jobs, err)
@@ -227,7 +223,7 @@ func (h *harness) runJob(id string, outcome queue.Outcome, output string) {
 // with an hour's lease.
 func (h *harness) claim(id string) *queue.Job {
 	h.t.Helper()
-	now := h.clock.now()
+	now := h.clock.Now()
 	jobs, err := h.store.ClaimJobs(context.Background(), queue.ClaimParams{Worker: "w1", Limit: 1, Now: now, LeaseUntil: now.Add(time.Hour)})
 	if err != nil || len(jobs) != 1 || jobs[0].ID != id {
 		h.t.Fatalf("claim %s: %v %v", id, jobs, err)
@@ -246,7 +242,7 @@ func (h *harness) saveLive(id, out string) {
 func (h *harness) saveLiveOf(id string, n int, out []byte) {
 	h.t.Helper()
 	err := h.store.SaveLiveOutput(context.Background(), queue.LiveOutput{JobID: id, Worker: "w1", Attempt: n, Output: out,
-		Written: int64(len(out)), UpdatedAt: h.clock.now()})
+		Written: int64(len(out)), UpdatedAt: h.clock.Now()})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"net/http"
-	"time"
 )
 
 // loginPage shows the sign-in form (or, without tokens, sends the browser on).
@@ -61,7 +60,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 // cookie stays, so that signing out again can.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 		defer cancel()
 		if err := s.auth.revoke(ctx, c.Value); err != nil {
 			s.fail(w, r, err)

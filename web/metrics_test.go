@@ -28,10 +28,10 @@ func TestMetricsCountTheDatabase(t *testing.T) {
 			h.enqueue(`{"id":"bad","command":"false","queue":"mail","max_retries":0}`)
 			h.runJob("bad", queue.OutcomeFailed, "")
 			h.enqueue(`{"id":"wait","command":"true","queue":"mail"}`)
-			h.store.RegisterWorker(ctx, &queue.WorkerInfo{ID: "w", PID: 7, Host: "box", BootID: "b", StartedAt: h.clock.now(), HeartbeatAt: h.clock.now()})
+			h.store.RegisterWorker(ctx, &queue.WorkerInfo{ID: "w", PID: 7, Host: "box", BootID: "b", StartedAt: h.clock.Now(), HeartbeatAt: h.clock.Now()})
 			h.store.ApplyTemplates(ctx, []*queue.Template{{Name: "tick", Schedule: "* * * * *", TimeZone: "UTC", Command: "true",
-				Overlap: queue.OverlapAllow, CatchUp: queue.CatchUpNone, Enabled: true}}, h.clock.now().Add(-10*time.Minute))
-			h.clock.t = h.clock.t.Add(10 * time.Second)
+				Overlap: queue.OverlapAllow, CatchUp: queue.CatchUpNone, Enabled: true}}, h.clock.Now().Add(-10*time.Minute))
+			h.clock.Advance(10 * time.Second)
 
 			h.must(req{path: "/metrics"}, http.StatusUnauthorized)
 			body := h.must(req{path: "/metrics", token: viewerToken}, http.StatusOK).Body.String()
@@ -66,8 +66,8 @@ func TestMetricsCountTheDatabase(t *testing.T) {
 			}
 			// The figures come from the database: a second server sees them.
 			other := newHarness(t, h.store, "", "")
-			other.clock.t = h.clock.t
-			fams, err := collect(ctx, other.store, other.clock.now())
+			other.clock.Set(h.clock.Now())
+			fams, err := collect(ctx, other.store, other.clock.Now())
 			if err != nil {
 				t.Fatal(err)
 			}

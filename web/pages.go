@@ -117,7 +117,7 @@ func (s *Server) view(fn pageFunc) http.Handler { return s.pageAs(roleViewer, fn
 // deadline on the store calls.
 func (s *Server) pageAs(min role, fn pageFunc) http.Handler {
 	return s.needForm(min, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 		defer cancel()
 		if err := fn(w, r.WithContext(ctx)); err != nil {
 			s.fail(w, r, err)
@@ -133,7 +133,7 @@ type actionFunc func(r *http.Request) (url.Values, error)
 // (303) back to the page the form names, with a message.
 func (s *Server) action(fn actionFunc) http.Handler {
 	return s.needForm(roleAdmin, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 		defer cancel()
 		done, err := fn(r.WithContext(ctx))
 		if err != nil {

@@ -19,9 +19,9 @@ func TestEveryPageRendersForAViewer(t *testing.T) {
 	h.enqueue(`{"id":"d","command":"false","max_retries":0}`)
 	h.runJob("d", queue.OutcomeFailed, "oops\n")
 	h.store.ApplyTemplates(ctx, []*queue.Template{{Name: "nightly", Schedule: "0 3 * * *", TimeZone: "Europe/Berlin",
-		Command: "backup", Overlap: queue.OverlapSkip, CatchUp: queue.CatchUpNone, Enabled: true}}, h.clock.now())
-	h.store.RegisterWorker(ctx, &queue.WorkerInfo{ID: "w", PID: 7, Host: "box", BootID: "b", StartedAt: h.clock.now(), HeartbeatAt: h.clock.now()})
-	h.store.RegisterWorker(ctx, &queue.WorkerInfo{ID: "s", PID: 8, Host: "box", BootID: "b", Service: true, StartedAt: h.clock.now(), HeartbeatAt: h.clock.now()})
+		Command: "backup", Overlap: queue.OverlapSkip, CatchUp: queue.CatchUpNone, Enabled: true}}, h.clock.Now())
+	h.store.RegisterWorker(ctx, &queue.WorkerInfo{ID: "w", PID: 7, Host: "box", BootID: "b", StartedAt: h.clock.Now(), HeartbeatAt: h.clock.Now()})
+	h.store.RegisterWorker(ctx, &queue.WorkerInfo{ID: "s", PID: 8, Host: "box", BootID: "b", Service: true, StartedAt: h.clock.Now(), HeartbeatAt: h.clock.Now()})
 	c := h.signIn(viewerToken)
 	if body, _ := h.page("/workers", c); !strings.Contains(body, "<td>service</td>") || !strings.Contains(body, "<td>worker</td>") {
 		t.Errorf("/workers does not tell the service from the worker")
@@ -42,6 +42,11 @@ func TestEveryPageRendersForAViewer(t *testing.T) {
 	if !strings.Contains(rec.Body.String(), "no such page") || !strings.Contains(rec.Body.String(), `<nav>`) ||
 		strings.Contains(rec.Body.String(), `class="active"`) {
 		t.Errorf("404 page, signed in: want the message and the navigation, no entry active: %s", rec.Body.String())
+	}
+	// A page the role may not open says so, navigation kept.
+	rec = h.must(req{path: "/enqueue", cookies: []*http.Cookie{c}, header: map[string]string{"Accept": "text/html"}}, http.StatusForbidden)
+	if !strings.Contains(rec.Body.String(), "may not do this") || !strings.Contains(rec.Body.String(), `<nav>`) {
+		t.Errorf("403 page, signed in as a viewer: want the message and the navigation: %s", rec.Body.String())
 	}
 	rec = h.must(req{path: "/static/app.css"}, http.StatusOK)
 	if !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/css") {
@@ -168,7 +173,7 @@ func TestViewerMayNotActFromPages(t *testing.T) {
 	h.runJob("d", queue.OutcomeFailed, "")
 	h.enqueue(`{"id":"p","command":"true"}`)
 	h.store.ApplyTemplates(ctx, []*queue.Template{{Name: "nightly", Schedule: "0 3 * * *", TimeZone: "UTC",
-		Command: "backup", Overlap: queue.OverlapSkip, CatchUp: queue.CatchUpNone, Enabled: true}}, h.clock.now())
+		Command: "backup", Overlap: queue.OverlapSkip, CatchUp: queue.CatchUpNone, Enabled: true}}, h.clock.Now())
 	c := h.signIn(viewerToken)
 	_, csrf := h.page("/dlq", c)
 	for _, path := range []string{"/jobs/d/retry", "/jobs/d/discard", "/jobs/p/cancel", "/dlq/retry", "/dlq/discard", "/cron/nightly/trigger",

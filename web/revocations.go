@@ -157,13 +157,15 @@ func (rv *revocations) pruneLocked(now int64) {
 }
 
 // whileSignedIn is the request's context, ended once the session the
-// request came with is signed out, in any process, or can no longer be
-// checked: a response that streams (job events, followed output) ends
-// with its session, as a new request with the cookie would be refused.
-// For a bearer token it is the request's context.
+// request came with expires or is signed out, in any process: a response
+// that streams (job events, followed output) ends with its session, as a
+// new request with the cookie would be refused. A check that cannot read
+// the store ends nothing (the stream reads the same store, and fails by
+// itself if it is gone). For a bearer token it is the request's context.
 func (s *Server) whileSignedIn(r *http.Request) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(r.Context())
-	nonce := identityOf(r).session
+	id := identityOf(r)
+	nonce := id.session
 	if nonce == nil {
 		return ctx, cancel
 	}
@@ -176,7 +178,11 @@ func (s *Server) whileSignedIn(r *http.Request) (context.Context, context.Cancel
 				return
 			case <-t.C:
 			}
-			if out, err := s.auth.revocations.refused(ctx, nonce); out || err != nil {
+			if s.now().Unix() > id.expires {
+				cancel()
+				return
+			}
+			if out, _ := s.auth.revocations.refused(ctx, nonce); out {
 				cancel()
 				return
 			}

@@ -254,25 +254,51 @@ func TestSignOutEndsStreams(t *testing.T) {
 	defer srv.Close()
 	for _, path := range []string{"/api/v1/jobs/s/events", "/api/v1/jobs/s/output?follow=1"} {
 		c := a.signIn(adminToken)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		hr, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hr.AddCookie(c)
-		resp, err := http.DefaultClient.Do(hr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("%s: %d", path, resp.StatusCode)
-		}
+		resp := openStream(t, srv.URL+path, c)
 		a.signOut(c)
-		_, err = io.Copy(io.Discard, resp.Body)
+		_, err := io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		if err != nil {
 			t.Errorf("%s: the stream did not end after the sign-out: %v", path, err)
 		}
 	}
+}
+
+// A stream opened with a session ends when the session expires, as a new
+// request with its cookie would be refused.
+func TestStreamsEndWhenTheirSessionExpires(t *testing.T) {
+	h := newHarness(t, sqliteDatabase(t)(), adminToken, viewerToken)
+	h.enqueue(`{"id":"s","command":"true"}`) // pending: neither stream ends by itself
+	srv := httptest.NewServer(h.srv.Handler())
+	defer srv.Close()
+	for _, path := range []string{"/api/v1/jobs/s/events", "/api/v1/jobs/s/output?follow=1"} {
+		resp := openStream(t, srv.URL+path, h.signIn(viewerToken))
+		h.clock.Advance(sessionTTL + time.Minute)
+		_, err := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Errorf("%s: the stream did not end when its session expired: %v", path, err)
+		}
+	}
+}
+
+// openStream opens the streaming response at url with cookie c, for 30
+// seconds at most.
+func openStream(t *testing.T, url string, c *http.Cookie) *http.Response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr.AddCookie(c)
+	resp, err := http.DefaultClient.Do(hr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %d", url, resp.StatusCode)
+	}
+	return resp
 }

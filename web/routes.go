@@ -12,6 +12,9 @@ import (
 // with a long command and environment.
 const maxBody = 1 << 20
 
+// requestTimeout bounds the store calls of one request.
+const requestTimeout = 15 * time.Second
+
 // routes wires every endpoint.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
@@ -98,6 +101,9 @@ func (s *Server) needForm(min role, next http.Handler) http.Handler { return s.g
 func (s *Server) guard(min role, form bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := s.auth.identify(r)
+		if err != nil && r.Context().Err() != nil {
+			return // the client left while its session was checked
+		}
 		if err != nil {
 			if errors.Is(err, errThrottled) {
 				w.Header().Set("Retry-After", "8")
@@ -105,6 +111,8 @@ func (s *Server) guard(min role, form bool, next http.Handler) http.Handler {
 			s.fail(w, r, err)
 			return
 		}
+		// The error pages below know who asked (navigation, CSRF token).
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, id))
 		if id.role == roleNone {
 			if wantsHTML(r) {
 				http.Redirect(w, r, "/login?next="+safeNext(r.URL.RequestURI()), http.StatusSeeOther)
@@ -122,7 +130,7 @@ func (s *Server) guard(min role, form bool, next http.Handler) http.Handler {
 			s.fail(w, r, errorf(http.StatusForbidden, codeCSRF, "missing or wrong CSRF token (reload the page)"))
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, id)))
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -162,7 +170,7 @@ type created struct{ v any }
 // calls, JSON in and out, errors as apiError.
 func (s *Server) api(min role, fn apiFunc) http.Handler {
 	return s.need(min, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 		defer cancel()
 		v, err := fn(w, r.WithContext(ctx))
 		if err != nil {

@@ -8,6 +8,7 @@
 package view
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -54,7 +55,11 @@ func FilterState(p *queue.ListParams, name string, now time.Time) error {
 	}
 	s, err := queue.ParseState(name)
 	if err != nil {
-		return err
+		var names []string
+		for _, st := range StatusStates() {
+			names = append(names, string(st))
+		}
+		return fmt.Errorf("%w: unknown state %q (valid: %s)", queue.ErrInvalid, name, strings.Join(names, ", "))
 	}
 	p.States = []queue.State{s}
 	return nil

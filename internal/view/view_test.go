@@ -153,3 +153,21 @@ func TestNewStatsFromRunTimes(t *testing.T) {
 		t.Fatalf("10m window: %.1f a minute", s.Total.PerMinuteHour)
 	}
 }
+
+// A list filters on a stored state or on scheduled (pending, due later);
+// an unknown name is refused with every name it could have been.
+func TestFilterState(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var p queue.ListParams
+	if err := FilterState(&p, "scheduled", now); err != nil || len(p.States) != 1 || p.States[0] != queue.StatePending || !p.DueAfter.Equal(now) {
+		t.Errorf("scheduled: %+v %v", p, err)
+	}
+	p = queue.ListParams{}
+	if err := FilterState(&p, "dead", now); err != nil || len(p.States) != 1 || p.States[0] != queue.StateDead || !p.DueAfter.IsZero() {
+		t.Errorf("dead: %+v %v", p, err)
+	}
+	err := FilterState(&p, "bogus", now)
+	if !errors.Is(err, queue.ErrInvalid) || !strings.Contains(err.Error(), `"bogus"`) || !strings.Contains(err.Error(), "pending, scheduled, processing") {
+		t.Errorf("bogus: %v", err)
+	}
+}

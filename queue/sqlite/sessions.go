@@ -20,7 +20,7 @@ func (s *Store) RevokeSession(ctx context.Context, p queue.RevokeSessionParams) 
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("revoke session: %w", err)
+		return fmt.Errorf("revoke session: %w", describe(err))
 	}
 	return nil
 }

@@ -225,7 +225,20 @@
     source.addEventListener("live", function (ev) { onLive(ev, false); });
     source.addEventListener("live-append", function (ev) { onLive(ev, true); });
     source.addEventListener("end", function () { stopEvents(); refresh(); });
+    source.addEventListener("open", function () { retryIn = 1000; });
+    // A dropped connection the browser retries by itself; a refused one
+    // (the database did not answer, 503) it gives up on: try again later,
+    // waiting longer each time, while the job still runs.
+    source.addEventListener("error", function () {
+      if (!source || source.readyState !== EventSource.CLOSED) { return; }
+      stopEvents();
+      window.setTimeout(function () {
+        if (!source && live.hasAttribute("data-live")) { startEvents(); }
+      }, retryIn);
+      retryIn = Math.min(retryIn * 2, 30000);
+    });
   }
+  var retryIn = 1000;
   if (events && window.EventSource) { startEvents(); }
   window.setInterval(refresh, 3000);
   document.addEventListener("visibilitychange", refresh);
