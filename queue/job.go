@@ -78,6 +78,9 @@ var (
 	ErrConflict    = errors.New("not allowed in this state")
 	ErrLeaseLost   = errors.New("lease lost")
 	ErrSchemaNewer = errors.New("database schema is newer than this binary")
+	// ErrReadOnly: the store was opened on a database it cannot write
+	// (a read-only file or directory); every write fails with it.
+	ErrReadOnly = errors.New("database is read-only")
 )
 
 // JobError is an error about one job of those a call stores, naming it.

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/queuectl/queuectl/queue"
 )
 
 // role is what a request may do.
@@ -222,7 +224,11 @@ func (a *authenticator) revoke(ctx context.Context, v string) error {
 	if !ok {
 		return nil
 	}
-	if err := a.revocations.record(ctx, s.nonce, s.expires); err != nil {
+	err := a.revocations.record(ctx, s.nonce, s.expires)
+	if errors.Is(err, queue.ErrReadOnly) {
+		return err // no retry can record it (logout)
+	}
+	if err != nil {
 		return &unavailableError{msg: "signed out of this server, but the database did not record it for the others: sign out again",
 			err: fmt.Errorf("%w: %w", errSignOutUnrecorded, err)}
 	}

@@ -2,7 +2,10 @@ package web
 
 import (
 	"context"
+	"errors"
 	"net/http"
+
+	"github.com/queuectl/queuectl/queue"
 )
 
 // loginPage shows the sign-in form (or, without tokens, sends the browser on).
@@ -62,7 +65,12 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
 		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 		defer cancel()
-		if err := s.auth.revoke(ctx, c.Value); err != nil {
+		err := s.auth.revoke(ctx, c.Value)
+		if errors.Is(err, queue.ErrReadOnly) {
+			// Signing out again cannot record it either: the session ends
+			// here, and the database's other readers cannot be told.
+			s.cfg.Log.Warn().Err(err).Msg("sign-out refused by this process only: the database is read-only")
+		} else if err != nil {
 			s.fail(w, r, err)
 			return
 		}

@@ -6,12 +6,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/queuectl/queuectl/internal/testfs"
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/sqlite"
 )
 
 // signOut signs the session c out through the page's form and checks
@@ -301,4 +304,27 @@ func openStream(t *testing.T, url string, c *http.Cookie) *http.Response {
 		t.Fatalf("%s: %d", url, resp.StatusCode)
 	}
 	return resp
+}
+
+// On a database no process can write (a read-only filesystem), signing out
+// cannot be recorded, nor would signing out again: it ends the session in
+// this process and clears the cookie rather than offering a retry.
+func TestSignOutOnAReadOnlyDatabase(t *testing.T) {
+	dir := testfs.Small(t, "8m")
+	path := filepath.Join(dir, "queue.db")
+	st, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	testfs.ReadOnly(t, dir)
+	ro, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ro.Close() })
+	h := newHarness(t, ro, adminToken, viewerToken)
+	c := h.signIn(viewerToken)
+	h.signOut(c) // a redirect to sign in, the cookie cleared
+	h.must(req{path: "/api/v1/status", cookies: []*http.Cookie{c}}, http.StatusUnauthorized)
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
+	"github.com/queuectl/queuectl/queue"
 )
 
 // A database queuectl cannot write (a read-only file, directory or
@@ -32,7 +33,7 @@ import (
 
 // Why a store is read-only; every write fails with it.
 var (
-	errReadOnly = errors.New("database is read-only")
+	errReadOnly = queue.ErrReadOnly
 	errDiskFull = errors.New("disk full")
 )
 
