@@ -238,7 +238,20 @@ func Due(sched Nexter, after, now time.Time, keep int) (slots []time.Time, total
 // hundred calls. Next is monotonic (a later t never gives an earlier
 // slot), so the last slot is found by searching back from now: first in
 // doubling steps, then by bisection, keeping Next(lo) <= now < Next(hi).
+//
+// An "@every D" schedule (one with an Every method giving D > 0) has its
+// slots on the grid after + k·D, counted from the cursor: Next of any time
+// is that time plus D, so the search would find a slot at about now, off
+// the grid. Its latest slot is computed instead.
 func Latest(sched Nexter, after, now time.Time) (last time.Time, n int) {
+	if e, ok := sched.(interface{ Every() time.Duration }); ok && e.Every() > 0 {
+		d := e.Every()
+		k := now.Sub(after) / d
+		if k <= 0 {
+			return time.Time{}, 0
+		}
+		return after.Add(k * d).UTC(), int(min(k, 2))
+	}
 	due := func(t time.Time) bool {
 		s := sched.Next(t)
 		return !s.IsZero() && !s.After(now)

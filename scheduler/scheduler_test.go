@@ -310,6 +310,32 @@ func TestEveryIsAnchoredToTheCursor(t *testing.T) {
 	}
 }
 
+// After an outage an "@every" template's catch-up keeps to its grid
+// (cursor + k·interval): "latest" fires the latest slot on it, "none"
+// fires nothing when that slot is late.
+func TestEveryCatchUpKeepsItsGrid(t *testing.T) {
+	start := utc("2026-05-01T00:00:07.5Z")
+	for _, tc := range []struct {
+		policy string
+		want   []time.Time
+	}{
+		{queue.CatchUpLatest, []time.Time{start.Add(180 * time.Second)}},
+		{queue.CatchUpNone, nil},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			f := newFixture(t, start, tpl("e", "@every 90s", "UTC", func(x *queue.Template) { x.CatchUp = tc.policy }))
+			f.tick(f.scheduler(f.store), start.Add(258*time.Second)) // slots at +90s and +180s, the latter 78s late
+			if got := f.slots("e"); !sameTimes(got, tc.want) {
+				t.Fatalf("fired %v, want %v", got, tc.want)
+			}
+			ts, _ := f.store.Templates(context.Background())
+			if want := start.Add(180 * time.Second); !ts[0].Cursor.Equal(want) {
+				t.Fatalf("cursor %v, want %v (on the grid)", ts[0].Cursor, want)
+			}
+		})
+	}
+}
+
 func TestFiredJobCarriesTemplateSettings(t *testing.T) {
 	start := utc("2026-05-01T00:00:00Z")
 	f := newFixture(t, start, tpl("j", "* * * * *", "UTC", func(x *queue.Template) {
@@ -402,6 +428,34 @@ func TestLatestAfterYearsLongOutageDoesNotScan(t *testing.T) {
 				t.Fatalf("Latest = %v, but %v is a later slot before now", last, next)
 			}
 		})
+	}
+}
+
+func TestLatestOfEveryIsOnItsGrid(t *testing.T) {
+	sc, err := scheduler.Parse(tpl("e", "@every 90s", "UTC", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cursor := utc("2026-05-01T14:54:47.67Z")
+	for _, tc := range []struct {
+		after time.Duration
+		last  time.Duration
+		n     int
+	}{
+		{89 * time.Second, 0, 0},
+		{90 * time.Second, 90 * time.Second, 1},
+		{179 * time.Second, 90 * time.Second, 1},
+		{258 * time.Second, 180 * time.Second, 2},
+		{365 * 24 * time.Hour, 365 * 24 * time.Hour, 2},
+	} {
+		last, n := scheduler.Latest(sc, cursor, cursor.Add(tc.after))
+		want := time.Time{}
+		if tc.n > 0 {
+			want = cursor.Add(tc.last)
+		}
+		if !last.Equal(want) || n != tc.n {
+			t.Errorf("Latest(cursor + %s) = %v, %d; want %v, %d", tc.after, last, n, want, tc.n)
+		}
 	}
 }
 
