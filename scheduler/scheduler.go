@@ -286,6 +286,21 @@ func Latest(sched Nexter, after, now time.Time) (last time.Time, n int) {
 	return sched.Next(lo), 2
 }
 
+// NextAfter is the first fire time of schedule sc after now, for a
+// template whose cursor is cursor: an "@every" schedule's slots are on the
+// grid counted from the cursor, not from now. It is zero when the
+// schedule never fires again.
+func NextAfter(sc *cronspec.Schedule, cursor, now time.Time) time.Time {
+	from := now
+	if sc.Every() > 0 && !cursor.IsZero() {
+		from = cursor
+		if last, n := Latest(sc, cursor, now); n > 0 {
+			from = last
+		}
+	}
+	return sc.Next(from)
+}
+
 // handle fires what is due of one template.
 func (s *Scheduler) handle(ctx context.Context, t *queue.Template, sched *cronspec.Schedule, defaults Defaults, now time.Time) error {
 	log := s.log.With().Str("template", t.Name).Logger()

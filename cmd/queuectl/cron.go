@@ -136,7 +136,7 @@ func (a *app) cronListCmd() *cobra.Command {
 				}
 				next := "never"
 				if sc, err := scheduler.Parse(t); err == nil {
-					if n := sc.Next(now); !n.IsZero() {
+					if n := scheduler.NextAfter(sc, t.Cursor, now); !n.IsZero() {
 						next = fmtTime(n)
 					}
 				}
@@ -171,14 +171,13 @@ func (a *app) cronNextCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if !t.Enabled {
+				fmt.Fprintf(a.stderr, "note: %s is disabled (enabled = false): these are the times it would fire\n", printable(t.Name))
+			}
 			tw := a.table()
 			fmt.Fprintf(tw, "%s\tUTC\n", "LOCAL ("+t.TimeZone+")")
-			at := a.now()
-			for range n {
-				at = sc.Next(at)
-				if at.IsZero() {
-					break
-				}
+			at := scheduler.NextAfter(sc, t.Cursor, a.now())
+			for i := 0; i < n && !at.IsZero(); i, at = i+1, sc.Next(at) {
 				fmt.Fprintf(tw, "%s\t%s\n", at.In(sc.Location()).Format("2006-01-02 15:04:05 MST"), at.UTC().Format(time.RFC3339))
 			}
 			return tw.Flush()

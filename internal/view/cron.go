@@ -43,11 +43,7 @@ func NewCronTemplate(t *queue.Template, now time.Time, next int) CronTemplate {
 	if err != nil || !t.Enabled {
 		return c
 	}
-	at := now
-	for range next {
-		if at = sc.Next(at); at.IsZero() {
-			break
-		}
+	for at := scheduler.NextAfter(sc, t.Cursor, now); len(c.NextFires) < next && !at.IsZero(); at = sc.Next(at) {
 		c.NextFires = append(c.NextFires, at.UTC())
 	}
 	if !t.Cursor.IsZero() {
