@@ -98,9 +98,15 @@ func (s *Store) ApplyTemplates(ctx context.Context, ts []*queue.Template, now ti
 		b.Queue(`DELETE FROM templates WHERE name <> ALL($1)`, names)
 		for i := range ts {
 			// A changed definition keeps its cursor: slots already handled
-			// are not fired again.
+			// are not fired again. A new schedule or time zone, or a job
+			// enabled again, starts from now (rescheduled): the slots
+			// before it were never this schedule's to miss.
 			b.Queue(`INSERT INTO templates (name, definition, cursor, updated_at) VALUES ($1, $2, $3, $3)
 				ON CONFLICT (name) DO UPDATE SET definition = excluded.definition,
+					cursor = CASE WHEN (templates.definition::jsonb->>'schedule') IS DISTINCT FROM (excluded.definition::jsonb->>'schedule')
+						OR (templates.definition::jsonb->>'time_zone') IS DISTINCT FROM (excluded.definition::jsonb->>'time_zone')
+						OR ((templates.definition::jsonb->>'enabled') = 'false' AND (excluded.definition::jsonb->>'enabled') = 'true')
+						THEN GREATEST(templates.cursor, excluded.cursor) ELSE templates.cursor END,
 					updated_at = CASE WHEN templates.definition = excluded.definition
 						THEN templates.updated_at ELSE excluded.updated_at END`,
 				names[i], defs[i], now)

@@ -225,3 +225,35 @@ func testQueues(t *testing.T, open Opener) {
 		t.Fatalf("a queue left out of the file must go: %+v", got)
 	}
 }
+
+// testApplyTemplatesReschedules: a template whose schedule or time zone
+// changes, or that is enabled again, starts from the time the file is
+// applied, so no slot from before the change fires; other changes, and a
+// clock behind the cursor, leave the cursor where it is.
+func testApplyTemplatesReschedules(t *testing.T, open Opener) {
+	s := open(t)
+	a := template("a", queue.OverlapSkip)
+	apply := func(at time.Duration, want time.Duration, what string) {
+		t.Helper()
+		if err := s.ApplyTemplates(ctx(t), []*queue.Template{a}, t0.Add(at)); err != nil {
+			t.Fatal(err)
+		}
+		if got := templatesByName(t, s)["a"].Cursor; !got.Equal(t0.Add(want)) {
+			t.Fatalf("%s: cursor %v, want %v", what, got, t0.Add(want))
+		}
+	}
+	apply(0, 0, "new")
+	fire(t, s, a, queue.FireCron, t0.Add(time.Minute))
+	a.Command = "echo changed"
+	apply(time.Hour, time.Minute, "command changed")
+	a.Schedule = "0 3 * * *"
+	apply(2*time.Hour, 2*time.Hour, "schedule changed")
+	a.TimeZone = "Europe/Berlin"
+	apply(3*time.Hour, 3*time.Hour, "time zone changed")
+	a.Enabled = false
+	apply(4*time.Hour, 3*time.Hour, "disabled")
+	a.Enabled = true
+	apply(5*time.Hour, 5*time.Hour, "enabled again")
+	a.Schedule = "0 4 * * *"
+	apply(time.Hour, 5*time.Hour, "schedule changed by a clock behind the cursor")
+}

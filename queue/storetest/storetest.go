@@ -69,6 +69,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"ListSearchAndCursor", testListSearchAndCursor},
 		{"ListStatesOfBothClasses", testListStatesOfBothClasses},
 		{"ListDueAfter", testListDueAfter},
+		{"ApplyTemplatesReschedules", testApplyTemplatesReschedules},
 		{"Metrics", testMetrics},
 		{"RunTimes", testRunTimes},
 		{"InterruptedAttemptKeepsItsNumber", testInterruptedAttemptKeepsItsNumber},
