@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/mattn/go-isatty"
 	"github.com/queuectl/queuectl/config"
 	"github.com/queuectl/queuectl/queue"
@@ -262,6 +263,14 @@ var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
 func checkDSN(where, dsn string) error {
 	if m := urlScheme.FindString(dsn); m != "" && !isPostgresURL(dsn) {
 		return usagef("%s: unsupported database URL %q: use a SQLite file path or a postgres:// or postgresql:// URL", where, m+"…")
+	}
+	if isPostgresURL(dsn) {
+		// A URL the driver cannot read (sslmode=bogus, a bad port) is bad
+		// input, not a database that does not answer. The driver's message
+		// hides the password.
+		if _, err := pgconn.ParseConfig(dsn); err != nil {
+			return usagef("%s: %v", where, err)
+		}
 	}
 	return nil
 }

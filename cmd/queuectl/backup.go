@@ -27,6 +27,9 @@ copy (removing its -wal and -shm files), and start them again. PostgreSQL
 databases are backed up with the server's tools (pg_dump).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == "" {
+				return usagef("backup: FILE is empty: name the file to write the copy to")
+			}
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 				b, ok := st.(backuper)
 				if !ok {

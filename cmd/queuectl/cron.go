@@ -236,7 +236,7 @@ the copy. The target must hold no jobs. Then point the services at URL
 (database = "postgres://…" in the file, or --db).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if to != "" {
+			if cmd.Flags().Changed("to") {
 				return a.migrateTo(cmd.Context(), to)
 			}
 			dsn, err := a.dsn()

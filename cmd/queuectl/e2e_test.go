@@ -610,6 +610,12 @@ func TestE2EBadInput(t *testing.T) {
 		{"upper-case postgres URL", []string{"--db", "POSTGRES://db/q", "status"}, 2, `--db: unsupported database URL "POSTGRES://…"`},
 		{"URL to a worker", []string{"--db", "redis://x", "worker", "start"}, 2, `--db: unsupported database URL "redis://…"`},
 		{"URL to bench", []string{"--db", "mysql://x", "bench", "--quick"}, 2, `--db: unsupported database URL "mysql://…"`},
+		{"unreadable postgres URL", []string{"--db", "postgres://u:secretpw@127.0.0.1:1/q?sslmode=bogus", "status"}, 2, "--db: cannot parse `postgres://u:xxxxx@"},
+		{"worker queue with a space", []string{"worker", "start", "--queue", "a b"}, 2, `--queue: invalid: queue "a b" contains white space`},
+		{"worker queue empty", []string{"worker", "start", "--queue", ""}, 2, "--queue: invalid: queue is empty"},
+		{"migrate to nothing", []string{"migrate", "--to", ""}, 2, `migrate --to "": give a postgres:// URL`},
+		{"backup to nothing", []string{"backup", ""}, 2, "backup: FILE is empty"},
+		{"backup into no directory", []string{"backup", "/nonexistent-dir/b.db"}, 1, "backup: cannot write b.db in /nonexistent-dir: no such file or directory"},
 	}
 	before := c.ok("list", "--json")
 	for _, tc := range tests {

@@ -116,6 +116,11 @@ func flagDuration(d time.Duration) string {
 
 // checkTuning checks the duration flags before a worker starts.
 func (o *workerOptions) checkTuning() error {
+	for _, q := range o.queues {
+		if err := queue.CheckName("queue", q); err != nil {
+			return usageError{fmt.Errorf("--queue: %w", err)}
+		}
+	}
 	if err := pollRange.check(o.poll); err != nil {
 		return err
 	}
@@ -396,7 +401,7 @@ func (a *app) workerListCmd() *cobra.Command {
 				for _, w := range ws {
 					qs := "*"
 					if len(w.Queues) > 0 {
-						qs = strings.Join(w.Queues, ",")
+						qs = printable(strings.Join(w.Queues, ","))
 					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strconv.Itoa(w.PID), printable(w.Host), w.Kind(), qs, fmtTime(w.StartedAt),
 						fmtTime(w.HeartbeatAt), dash(strings.Join(w.CurrentJobs, ",")))

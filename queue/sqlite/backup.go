@@ -25,7 +25,12 @@ func (s *Store) Backup(ctx context.Context, path string) error {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(abs), "."+filepath.Base(abs)+".partial-*")
 	if err != nil {
-		return fmt.Errorf("backup: %w", err)
+		// The temporary file is ours; what is wrong is where path points.
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("backup: cannot write %s in %s: %w", filepath.Base(abs), filepath.Dir(abs), err)
 	}
 	tmpPath := tmp.Name()
 	tmp.Close()
