@@ -53,8 +53,16 @@ func (s *service) reload(ctx context.Context) {
 			Msg("reload failed; keeping the previous configuration")
 		return
 	}
-	if f.Database != s.file.Database {
-		s.log.Warn().Msg("the database setting changed; it takes effect on restart")
+	for _, c := range []struct {
+		changed bool
+		what    string
+	}{
+		{f.Database != s.started.Database, "the database setting"},
+		{!reflect.DeepEqual(f.HTTP, s.started.HTTP), "the http block"},
+	} {
+		if c.changed {
+			s.log.Warn().Msg(c.what + " differs from the one the service started with; it takes effect on restart")
+		}
 	}
 	changes := diffFiles(s.file, f)
 	if err := s.apply(ctx, f); err != nil {

@@ -231,14 +231,18 @@ processes may share one database.`,
 // service is a running `queuectl run`: one scheduler and one engine whose
 // lanes are the file's queues.
 type service struct {
-	a     *app
-	o     *runOptions
-	log   zerolog.Logger
-	st    queue.Store
-	dsn   string // the database, as its jobs' QUEUECTL_DB shows it (see jobDBEnv)
-	file  *config.File
-	eng   *queue.Engine
-	sched *scheduler.Scheduler
+	a    *app
+	o    *runOptions
+	log  zerolog.Logger
+	st   queue.Store
+	dsn  string // the database, as its jobs' QUEUECTL_DB shows it (see jobDBEnv)
+	file *config.File
+	// started is the file the service started with: its database and
+	// http block take effect only on a restart, so a reload compares them
+	// with it, not with the file last applied.
+	started *config.File
+	eng     *queue.Engine
+	sched   *scheduler.Scheduler
 
 	// notifier tells systemd (Type=notify) when the service is ready,
 	// reloading and stopping, and sends the watchdog's keep-alives.
@@ -293,7 +297,7 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 		}
 		defer func() { stopHTTP(); wait() }()
 	}
-	s := &service{a: a, o: o, log: log, st: st, dsn: dsn, notifier: sdnotify.New(a.getenv, os.Getpid())}
+	s := &service{a: a, o: o, log: log, st: st, dsn: dsn, started: f, notifier: sdnotify.New(a.getenv, os.Getpid())}
 	s.drainCtx, s.stopDrains = context.WithCancel(context.Background())
 	defer s.stopDrains()
 	if err := s.apply(ctx, f); err != nil {

@@ -190,6 +190,28 @@ job "fast" {
 		return len(c.templateJobs("fast")) > 0
 	})
 
+	// The http block takes effect on restart only: a reload that adds one
+	// says so, and the reload that puts the file back as the service
+	// started says nothing of it.
+	jobs, _ := os.ReadFile(cfg)
+	reloads := func() int { return strings.Count(svc.log(), "configuration reloaded") }
+	warned := func() int { return strings.Count(svc.log(), "the http block differs from the one the service started with") }
+	for _, tc := range []struct {
+		file string
+		warn int
+	}{
+		{string(jobs) + "http {\n  listen = \"127.0.0.1:1\"\n}\n", 1},
+		{string(jobs), 1},
+	} {
+		before := reloads()
+		writeFile(t, cfg, tc.file)
+		svc.signal(syscall.SIGHUP)
+		waitFor(t, "the reload to be logged", 20*time.Second, func() bool { return reloads() > before })
+		if n := warned(); n != tc.warn {
+			t.Fatalf("%d warnings of a changed http block, want %d:\n%s", n, tc.warn, svc.log())
+		}
+	}
+
 	// A manual trigger runs through the same engine; SIGTERM lets it finish.
 	id := strings.TrimSpace(c.ok("cron", "trigger", "slow"))
 	waitFor(t, "the triggered job to start", 20*time.Second, func() bool {
