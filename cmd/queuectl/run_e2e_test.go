@@ -195,7 +195,9 @@ job "fast" {
 	// started says nothing of it.
 	jobs, _ := os.ReadFile(cfg)
 	reloads := func() int { return strings.Count(svc.log(), "configuration reloaded") }
-	warned := func() int { return strings.Count(svc.log(), "the http block differs from the one the service started with") }
+	warned := func() int {
+		return strings.Count(svc.log(), "the http block differs from the one the service started with")
+	}
 	for _, tc := range []struct {
 		file string
 		warn int
