@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/queuectl/queuectl/internal/view"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/spf13/cobra"
 )
@@ -49,7 +50,7 @@ func (a *app) completeArgs(root *cobra.Command) {
 		return names, err
 	})
 	states := func(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return withPrefix(strings.Split(stateNames(), ", "), prefix), cobra.ShellCompDirectiveNoFileComp
+		return withPrefix(view.FilterStateNames(), prefix), cobra.ShellCompDirectiveNoFileComp
 	}
 	byPath := map[string]cobra.CompletionFunc{
 		"queuectl show":         jobs(),

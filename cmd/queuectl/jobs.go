@@ -141,20 +141,11 @@ func (a *app) listCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().StringVar(&state, "state", "", "only jobs in this state: "+stateNames())
+	cmd.Flags().StringVar(&state, "state", "", "only jobs in this state: "+strings.Join(view.FilterStateNames(), ", "))
 	cmd.Flags().StringVar(&q, "queue", "", "only jobs in this queue")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many jobs (0: all)")
 	cmd.Flags().StringArrayVar(&labels, "label", nil, "only jobs with this label, key=value (repeatable: all must match)")
 	return cmd
-}
-
-// stateNames are the states list filters on, scheduled among them.
-func stateNames() string {
-	var names []string
-	for _, s := range view.StatusStates() {
-		names = append(names, string(s))
-	}
-	return strings.Join(names, ", ")
 }
 
 func (a *app) showCmd() *cobra.Command {

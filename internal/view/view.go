@@ -55,14 +55,19 @@ func FilterState(p *queue.ListParams, name string, now time.Time) error {
 	}
 	s, err := queue.ParseState(name)
 	if err != nil {
-		var names []string
-		for _, st := range StatusStates() {
-			names = append(names, string(st))
-		}
-		return fmt.Errorf("%w: unknown state %q (valid: %s)", queue.ErrInvalid, name, strings.Join(names, ", "))
+		return fmt.Errorf("%w: unknown state %q (valid: %s)", queue.ErrInvalid, name, strings.Join(FilterStateNames(), ", "))
 	}
 	p.States = []queue.State{s}
 	return nil
+}
+
+// FilterStateNames are the names FilterState takes, in life-cycle order.
+func FilterStateNames() []string {
+	var names []string
+	for _, st := range StatusStates() {
+		names = append(names, string(st))
+	}
+	return names
 }
 
 // Status is the output of `queuectl status --json` and GET /api/v1/status:
