@@ -36,15 +36,10 @@ type liveEvent struct {
 	Written int64  `json:"written"`
 }
 
-// newLiveEvent cleans a live output; a tail that starts mid-line starts at
-// the next line instead, so no cut escape sequence shows.
-func newLiveEvent(l *queue.LiveOutput) liveEvent {
-	ev, _ := liveSnapshot(l)
-	return ev
-}
-
-// liveSnapshot is newLiveEvent, and the offset in the attempt's output of
-// the start of the event's last (unfinished) line.
+// liveSnapshot cleans a live output whole; a tail that starts mid-line
+// starts at the next line instead, so no cut escape sequence shows. It also
+// returns the offset in the attempt's output of the start of the event's
+// last (unfinished) line.
 func liveSnapshot(l *queue.LiveOutput) (liveEvent, int64) {
 	start := 0
 	if l.Written > int64(len(l.Output)) {
@@ -130,7 +125,7 @@ func (s *Server) liveOutput(ctx context.Context, j *queue.Job) (*liveEvent, erro
 	if l == nil || err != nil {
 		return nil, err
 	}
-	ev := newLiveEvent(l)
+	ev, _ := liveSnapshot(l)
 	return &ev, nil
 }
 

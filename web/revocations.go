@@ -178,11 +178,8 @@ func (s *Server) whileSignedIn(r *http.Request) (context.Context, context.Cancel
 				return
 			case <-t.C:
 			}
-			if s.now().Unix() > id.expires {
-				cancel()
-				return
-			}
-			if out, _ := s.auth.revocations.refused(ctx, nonce); out {
+			// A check that cannot read the store reports no sign-out.
+			if out, _ := s.auth.revocations.refused(ctx, nonce); out || s.now().Unix() > id.expires {
 				cancel()
 				return
 			}

@@ -161,7 +161,7 @@
   function showWritten() {
     var note = document.getElementById("output-live-note");
     if (note) {
-      note.textContent = held.written + " bytes written" + (held.written > 65536 ? "; the last 64 KiB shown" : "");
+      note.textContent = held.written + " bytes written" + (held.written > heldMax ? "; the last 64 KiB shown" : "");
     }
   }
   function forget() {
