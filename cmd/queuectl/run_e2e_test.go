@@ -274,11 +274,21 @@ job "nightly" {
   time_zone = "Europe/Berlin"
   command   = "true"
 }
+job "off" {
+  schedule = "0 3 * * *"
+  command  = "true"
+  enabled  = false
+}
 `)
-	out := c.ok("cron", "next", "nightly", "-n", "3", "-c", cfg)
+	out, stderr, code := c.run("cron", "next", "nightly", "-n", "3", "-c", cfg)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 4 || !strings.Contains(lines[1], "02:00:00 CE") {
-		t.Fatalf("cron next:\n%s", out)
+	if code != 0 || len(lines) != 4 || !strings.Contains(lines[1], "02:00:00 CE") || stderr != "" {
+		t.Fatalf("cron next: exit %d\n%s\nstderr %q", code, out, stderr)
+	}
+	// A disabled job's times come with a note that it does not fire.
+	out, stderr, code = c.run("cron", "next", "off", "-n", "1", "-c", cfg)
+	if code != 0 || !strings.Contains(out, "03:00:00") || !strings.Contains(stderr, "off is disabled (enabled = false)") {
+		t.Fatalf("cron next of a disabled job: exit %d\n%s\nstderr %q", code, out, stderr)
 	}
 	if _, stderr, code := c.run("cron", "next", "nope", "-c", cfg); code != 1 || !strings.Contains(stderr, "nightly") {
 		t.Fatalf("unknown template: exit %d %q", code, stderr)
