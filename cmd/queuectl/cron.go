@@ -8,6 +8,7 @@ import (
 	"github.com/queuectl/queuectl/internal/view"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/postgres"
+	"github.com/queuectl/queuectl/queue/sqlite"
 	"github.com/queuectl/queuectl/scheduler"
 	"github.com/spf13/cobra"
 )
@@ -243,18 +244,19 @@ the copy. The target must hold no jobs. Then point the services at URL
 			if err != nil {
 				return err
 			}
+			n, version := 0, 0
 			if isPostgresURL(dsn) {
-				n, err := postgres.Migrate(cmd.Context(), dsn)
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintf(a.stdout, "applied %d migration(s); schema version %d\n", n, postgres.LatestVersion())
+				n, err = postgres.Migrate(cmd.Context(), dsn)
+				version = postgres.LatestVersion()
+			} else {
+				n, err = sqlite.Migrate(cmd.Context(), dsn)
+				version = sqlite.LatestVersion()
+			}
+			if err != nil {
 				return err
 			}
-			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
-				_, err := fmt.Fprintln(a.stdout, "database schema is up to date")
-				return err
-			})
+			_, err = fmt.Fprintf(a.stdout, "applied %d migration(s); schema version %d\n", n, version)
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&to, "to", "", "copy everything to this PostgreSQL database (postgres://…)")

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/queuectl/queuectl/internal/proc"
+	"github.com/queuectl/queuectl/queue/sqlite"
 )
 
 var binary string
@@ -952,6 +953,19 @@ func TestE2EForegroundInterruptWhileStarting(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		t.Fatalf("foreground workers did not stop:\n%s", logs.String())
+	}
+}
+
+// migrate says how many migrations it applied on SQLite as on
+// PostgreSQL: all of them to a new database, then none.
+func TestE2EMigrateSaysWhatItApplied(t *testing.T) {
+	c := newCLI(t)
+	latest := sqlite.LatestVersion()
+	for _, n := range []int{latest, 0} {
+		want := fmt.Sprintf("applied %d migration(s); schema version %d\n", n, latest)
+		if out := c.ok("migrate"); out != want {
+			t.Fatalf("migrate said %q, want %q", out, want)
+		}
 	}
 }
 

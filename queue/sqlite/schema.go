@@ -64,7 +64,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// Without the lock file, writes still take turns through SQLite's
 	// lock alone, by polling.
 	s.lock, _ = openFileLock(abs+"-lock", abs)
-	if err := s.migrate(ctx); err != nil {
+	if s.migrated, err = s.migrate(ctx); err != nil {
 		writeDB.Close()
 		s.lock.close()
 		if isFull(err) {
@@ -234,26 +234,45 @@ func dsn(path string, readOnly bool) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
 
+// Migrate opens (creating if needed) the database at path, applies its
+// pending migrations and reports how many this call applied, for an
+// explicit migration step before workers start.
+func Migrate(ctx context.Context, path string) (applied int, err error) {
+	s, err := Open(ctx, path)
+	if err != nil {
+		return 0, err
+	}
+	return s.migrated, s.Close()
+}
+
+// LatestVersion is the schema version this binary writes.
+func LatestVersion() int {
+	names, _ := migrationFS.ReadDir("migrations")
+	return len(names)
+}
+
 // migrate applies the embedded migrations in order, each in its own
 // immediate transaction that re-reads the version, so concurrent openers
-// agree.
-func (s *Store) migrate(ctx context.Context) error {
+// agree. It reports how many it applied itself.
+func (s *Store) migrate(ctx context.Context) (applied int, err error) {
 	names, err := migrationFS.ReadDir("migrations")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i].Name() < names[j].Name() })
 	latest := len(names)
 	version, err := schemaVersion(ctx, s.writeDB, latest)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for i := version; i < latest; i++ {
 		body, err := migrationFS.ReadFile("migrations/" + names[i].Name())
 		if err != nil {
-			return err
+			return applied, err
 		}
+		did := false // by this process; set again on each try
 		err = s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
+			did = false
 			var v int
 			if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 				return err
@@ -265,13 +284,17 @@ func (s *Store) migrate(ctx context.Context) error {
 				return fmt.Errorf("migration %s: %w", names[i].Name(), err)
 			}
 			_, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(i+1))
+			did = err == nil
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("migrate: %w", err)
+			return applied, fmt.Errorf("migrate: %w", err)
+		}
+		if did {
+			applied++
 		}
 	}
-	return nil
+	return applied, nil
 }
 
 // schemaVersion reads the database's schema version, refusing one newer

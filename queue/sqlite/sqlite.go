@@ -80,6 +80,7 @@ type Store struct {
 	tally      tally    // the current transaction's changes to the counters (counts.go)
 	countArgs  []any    // tally.flush's values, reused
 	closed     bool
+	migrated   int                  // schema migrations Open applied
 	readOnly   error                // why the store was opened read-only (writeDB is nil); nil: writable
 	lock       *fileLock            // the processes' write lock (lock.go); nil if its file cannot be opened
 	syncFile   func(*os.File) error // flushes a file to the device (syncData)

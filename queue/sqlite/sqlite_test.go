@@ -149,6 +149,36 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	}
 }
 
+// Migrate reports the migrations it applied: all of them to a new file,
+// the missing ones to an older schema, none to a current one.
+func TestMigrateReportsWhatItApplied(t *testing.T) {
+	ctx := context.Background()
+	latest := sqlite.LatestVersion()
+	dir := t.TempDir()
+	fresh := filepath.Join(dir, "new.db")
+	for _, want := range []int{latest, 0} {
+		if n, err := sqlite.Migrate(ctx, fresh); err != nil || n != want {
+			t.Fatalf("migrate %s: applied %d, %v; want %d", fresh, n, err, want)
+		}
+	}
+	old := filepath.Join(dir, "old.db")
+	if err := sqlite.MigrateTo(old, 11); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := sqlite.Migrate(ctx, old); err != nil || n != latest-11 {
+		t.Fatalf("migrate from schema 11: applied %d, %v; want %d", n, err, latest-11)
+	}
+	raw, err := sqlite.OpenRaw(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	v, err := sqlite.SchemaVersion(ctx, raw, latest)
+	if err != nil || v != latest {
+		t.Fatalf("schema version after migrate: %d, %v; want %d", v, err, latest)
+	}
+}
+
 // A write whose context is cancelled must not take the store's only writer
 // connection down with it.
 func TestCancelledWriteKeepsStoreUsable(t *testing.T) {
