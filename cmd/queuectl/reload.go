@@ -65,12 +65,13 @@ func (s *service) reload(ctx context.Context) {
 		}
 	}
 	changes := diffFiles(s.file, f)
-	if err := s.apply(ctx, f); err != nil {
+	overridden, err := s.apply(ctx, f)
+	if err != nil {
 		s.log.Error().Err(err).Msg("reload failed; keeping the previous configuration")
 		return
 	}
 	ev := s.log.Info().Int("queues", len(f.Queues)).Int("jobs", len(f.Jobs))
-	if changes.empty() {
+	if changes.empty() && overridden == nil {
 		ev.Msg("configuration reloaded: nothing changed")
 		return
 	}
@@ -88,7 +89,19 @@ func (s *service) reload(ctx context.Context) {
 	if changes.other != nil {
 		ev = ev.Strs("settings_changed", changes.other)
 	}
+	if overridden != nil {
+		ev = ev.Strs("queue_limits_restored", overridden)
+	}
 	ev.Msg("configuration reloaded")
+}
+
+// logOverridden warns, as the service starts, that the file's limits
+// replaced different ones stored for its queues.
+func (s *service) logOverridden(queues []string) {
+	if queues != nil {
+		s.log.Warn().Strs("queues", queues).
+			Msg("the file's max_running and rate_limit replace the different limits stored for these queues (queue set at run time, or an earlier file)")
+	}
 }
 
 // nameDiff lists names added, removed and changed between two versions.

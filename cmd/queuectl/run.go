@@ -124,10 +124,16 @@ func hookTimeout(d *time.Duration) time.Duration {
 	return *d
 }
 
-// applyFile writes the file's queues and templates to the store.
-func applyFile(ctx context.Context, st queue.Store, f *config.File, now time.Time) error {
+// applyFile writes the file's queues and templates to the store. It
+// returns the declared queues whose stored limits (a stored control) it
+// replaced with different ones.
+func applyFile(ctx context.Context, st queue.Store, f *config.File, now time.Time) (replaced []string, err error) {
 	if err := st.ApplyQueues(ctx, queueConfigs(f)); err != nil {
-		return err
+		return nil, err
+	}
+	stored, err := st.QueueControls(ctx)
+	if err != nil {
+		return nil, err
 	}
 	for _, q := range f.Queues {
 		if q.Implicit {
@@ -136,11 +142,29 @@ func applyFile(ctx context.Context, st queue.Store, f *config.File, now time.Tim
 		// The file says what a declared queue's limits are (none when
 		// unset); a pause is left as it is.
 		rate := queue.RateLimit{N: q.RateCount, Per: q.RatePer}
+		if c, ok := controlOf(stored, q.Name); ok && (c.MaxRunning != q.MaxRunning || !sameRate(c.Rate, rate)) {
+			replaced = append(replaced, q.Name)
+		}
 		if err := st.UpdateQueueControls(ctx, queue.ControlUpdate{Names: []string{q.Name}, MaxRunning: &q.MaxRunning, Rate: &rate}); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return st.ApplyTemplates(ctx, templates(f), now)
+	return replaced, st.ApplyTemplates(ctx, templates(f), now)
+}
+
+// controlOf finds a queue's stored control.
+func controlOf(cs []queue.QueueControl, name string) (queue.QueueControl, bool) {
+	for _, c := range cs {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return queue.QueueControl{}, false
+}
+
+// sameRate reports whether two rate limits allow the same starts.
+func sameRate(a, b queue.RateLimit) bool {
+	return a == b || a.N <= 0 && b.N <= 0
 }
 
 func lanes(f *config.File) []queue.Lane {
@@ -300,9 +324,11 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 	s := &service{a: a, o: o, log: log, st: st, dsn: dsn, started: f, notifier: sdnotify.New(a.getenv, os.Getpid())}
 	s.drainCtx, s.stopDrains = context.WithCancel(context.Background())
 	defer s.stopDrains()
-	if err := s.apply(ctx, f); err != nil {
+	overridden, err := s.apply(ctx, f)
+	if err != nil {
 		return err
 	}
+	s.logOverridden(overridden)
 	s.sched = scheduler.New(st, scheduler.Config{Log: log})
 	if err := s.sched.Start(ctx); err != nil {
 		return err
@@ -354,24 +380,33 @@ func (s *service) shutdown(sigs <-chan os.Signal) error {
 }
 
 // apply writes f to the store and (re)starts the engine when the queues
-// changed; the old engine drains in the background.
-func (s *service) apply(ctx context.Context, f *config.File) error {
-	if err := applyFile(ctx, s.st, f, s.a.now()); err != nil {
-		return err
+// changed; the old engine drains in the background. It returns the
+// declared queues whose stored limits it replaced though the file did not
+// change them: limits set at run time (queue set) or, at start, by an
+// earlier file.
+func (s *service) apply(ctx context.Context, f *config.File) (overridden []string, err error) {
+	replaced, err := applyFile(ctx, s.st, f, s.a.now())
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range replaced {
+		if !fileChangedLimits(s.file, f, name) {
+			overridden = append(overridden, name)
+		}
 	}
 	if s.file == nil || s.file.Retention != f.Retention {
 		s.startPruning(f.Retention)
 	}
 	if s.file != nil && reflect.DeepEqual(lanes(s.file), lanes(f)) {
 		s.file = f
-		return nil
+		return overridden, nil
 	}
 	eng := queue.NewEngine(s.st, shellRunner{executor.New(executor.Config{KillGrace: s.o.kill}), jobDBEnv(s.dsn)}, queue.EngineConfig{
 		Lanes: lanes(f), Lease: s.o.lease, Log: s.log, Retry: s.o.retry, Host: s.a.hostName(), Processes: proc.Host{},
 		Service: true, // worker stop leaves it alone
 	})
 	if err := eng.Start(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	if prev := s.eng; prev != nil {
 		s.log.Info().Msg("queues changed: new worker slots started; the old ones finish their running jobs")
@@ -382,5 +417,24 @@ func (s *service) apply(ctx context.Context, f *config.File) error {
 		}()
 	}
 	s.eng, s.file = eng, f
-	return nil
+	return overridden, nil
+}
+
+// fileChangedLimits reports whether the queue's limits differ between an
+// earlier version of the file (nil: none) and the current one.
+func fileChangedLimits(old, cur *config.File, name string) bool {
+	if old == nil {
+		return false
+	}
+	limits := func(f *config.File) (int, queue.RateLimit, bool) {
+		for _, q := range f.Queues {
+			if q.Name == name && !q.Implicit {
+				return q.MaxRunning, queue.RateLimit{N: q.RateCount, Per: q.RatePer}, true
+			}
+		}
+		return 0, queue.RateLimit{}, false
+	}
+	m0, r0, ok0 := limits(old)
+	m1, r1, ok1 := limits(cur)
+	return ok0 != ok1 || m0 != m1 || !sameRate(r0, r1)
 }

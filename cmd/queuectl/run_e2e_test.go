@@ -413,3 +413,72 @@ func TestE2EWorkerStopLeavesServiceRunning(t *testing.T) {
 	c.ok("enqueue", "--id", "after", "--command", "true")
 	c.waitState("after", "completed", 20*time.Second)
 }
+
+// The file's queue limits replace those a queue set changed at run time,
+// at start and at each reload, and the logs say so rather than "nothing
+// changed".
+func TestE2EReloadSaysItRestoredQueueLimits(t *testing.T) {
+	c := newCLI(t)
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, `queue "q" {
+  max_running = 2
+}
+`)
+	const warning = "the file's max_running and rate_limit replace the different limits stored"
+	svc := c.startService("-c", cfg)
+	waitFor(t, "the service to start", 20*time.Second, func() bool { return strings.Contains(svc.log(), "service started") })
+	if strings.Contains(svc.log(), warning) {
+		t.Fatalf("a first start warned of replaced limits:\n%s", svc.log())
+	}
+	maxRunning := func() string {
+		for _, line := range strings.Split(c.ok("queue", "list"), "\n") {
+			if f := strings.Fields(line); len(f) > 3 && f[0] == "q" {
+				return f[3]
+			}
+		}
+		t.Fatalf("queue q not listed:\n%s", c.ok("queue", "list"))
+		return ""
+	}
+	reload := func() string {
+		t.Helper()
+		before := strings.Count(svc.log(), "configuration reloaded")
+		svc.signal(syscall.SIGHUP)
+		var line string
+		waitFor(t, "the reload to be logged", 20*time.Second, func() bool {
+			lines := strings.Split(svc.log(), "\n")
+			n := 0
+			for _, l := range lines {
+				if strings.Contains(l, "configuration reloaded") {
+					if n++; n > before {
+						line = l
+						return true
+					}
+				}
+			}
+			return false
+		})
+		return line
+	}
+
+	c.ok("queue", "set", "q", "--max-running", "5")
+	if line := reload(); strings.Contains(line, "nothing changed") || !strings.Contains(line, `"queue_limits_restored":["q"]`) {
+		t.Fatalf("a reload that put back the file's limit logged %s", line)
+	}
+	if got := maxRunning(); got != "2" {
+		t.Fatalf("max running after the reload: %s, want the file's 2", got)
+	}
+	if line := reload(); !strings.Contains(line, "nothing changed") {
+		t.Fatalf("a reload that changed nothing logged %s", line)
+	}
+
+	svc.signal(syscall.SIGTERM)
+	if err := svc.wait(30 * time.Second); err != nil {
+		t.Fatalf("service exit: %v\n%s", err, svc.log())
+	}
+	c.ok("queue", "set", "q", "--rate-limit", "10/s")
+	svc = c.startService("-c", cfg)
+	waitFor(t, "the warning at start", 20*time.Second, func() bool { return strings.Contains(svc.log(), warning) })
+	if !strings.Contains(svc.log(), `"queues":["q"]`) {
+		t.Fatalf("the warning does not name the queue:\n%s", svc.log())
+	}
+}
