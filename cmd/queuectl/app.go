@@ -277,10 +277,15 @@ func checkDSN(where, dsn string) error {
 
 // openStore opens the database named by dsn.
 func openStore(ctx context.Context, dsn string) (queue.Store, error) {
+	return openStoreWith(ctx, dsn, sqlite.Options{})
+}
+
+// openStoreWith is openStore with the options a SQLite store opens with.
+func openStoreWith(ctx context.Context, dsn string, o sqlite.Options) (queue.Store, error) {
 	if isPostgresURL(dsn) {
 		return openPostgres(ctx, dsn)
 	}
-	return sqlite.Open(ctx, dsn)
+	return sqlite.OpenWith(ctx, dsn, o)
 }
 
 // store opens the command's database.
@@ -294,8 +299,17 @@ func (a *app) store(ctx context.Context) (queue.Store, error) {
 
 // withStore opens the store, runs fn, and closes the store.
 func (a *app) withStore(cmd *cobra.Command, fn func(ctx context.Context, st queue.Store) error) error {
+	return a.withStoreOpts(cmd, sqlite.Options{}, fn)
+}
+
+// withStoreOpts is withStore with the options a SQLite store opens with.
+func (a *app) withStoreOpts(cmd *cobra.Command, o sqlite.Options, fn func(ctx context.Context, st queue.Store) error) error {
 	ctx := cmd.Context()
-	st, err := a.store(ctx)
+	dsn, err := a.dsn()
+	if err != nil {
+		return err
+	}
+	st, err := openStoreWith(ctx, dsn, o)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/queuectl/queuectl/internal/view"
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/sqlite"
 	"github.com/spf13/cobra"
 )
 
@@ -135,7 +136,9 @@ func (a *app) runEnqueue(cmd *cobra.Command, args []string, o *enqueueOptions) e
 	if err := inCurrentDir(jobs, workDir(os.Getwd)); err != nil {
 		return fmt.Errorf("enqueue: %w", err)
 	}
-	return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+	// Without --wait the command reads the queues' settings, writes and
+	// exits: one SQLite connection serves it.
+	return a.withStoreOpts(cmd, sqlite.Options{OneConnection: !o.wait}, func(ctx context.Context, st queue.Store) error {
 		queues, err := queue.QueueOverrides(ctx, st)
 		if err != nil {
 			return err

@@ -40,3 +40,13 @@ func WriterPragma(s *Store, name string) (v int64, err error) {
 	err = s.writeDB.QueryRow("PRAGMA " + name).Scan(&v)
 	return v, err
 }
+
+// Connections counts the store's open connections, the writer's and the
+// readers'.
+func Connections(s *Store) int {
+	n := s.writeDB.Stats().OpenConnections
+	if s.readDB != s.writeDB {
+		n += s.readDB.Stats().OpenConnections
+	}
+	return n
+}

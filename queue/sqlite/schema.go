@@ -31,6 +31,27 @@ var migrationFS embed.FS
 // migrations. It refuses files that are not SQLite databases and databases
 // whose schema is newer than this binary, without changing them.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return OpenWith(ctx, path, Options{})
+}
+
+// Options tune Open for one kind of caller.
+type Options struct {
+	// OneConnection makes reads use the writer's connection instead of a
+	// pool of their own. Each connection SQLite opens reads and parses
+	// the whole schema first, so a command that makes a few reads and a
+	// write and exits (enqueue) spends about a quarter of its time to an
+	// open store on the second one (docs/benchmarks.md, "One connection
+	// for a one-shot enqueue"). For a caller that does one thing at a
+	// time: a read waits while another read or a write is in progress.
+	// The store's own methods never read again while they hold a read
+	// open, which would wait for itself (TestConformanceOneConnection).
+	// The connection waits out a busy file in SQLite's busy handler,
+	// as the readers' connections do.
+	OneConnection bool
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -48,9 +69,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// which cost worker processes more CPU per job than reading the pages
 	// they need (docs/benchmarks.md, "The writer reads without a memory
 	// map").
+	// A writer that also reads keeps the busy timeout of the readers
+	// (dsn): a read has no loop of its own that waits out a busy file.
+	pragmas := "PRAGMA busy_timeout = 0; PRAGMA mmap_size = 0"
+	if o.OneConnection {
+		pragmas = "PRAGMA mmap_size = 0"
+	}
 	writeDB := sql.OpenDB(connector{dsn: dsn(abs, false), drv: &sqlite3.SQLiteDriver{
 		ConnectHook: func(c *sqlite3.SQLiteConn) error {
-			if _, err := c.Exec("PRAGMA busy_timeout = 0; PRAGMA mmap_size = 0", nil); err != nil {
+			if _, err := c.Exec(pragmas, nil); err != nil {
 				return err
 			}
 			return fullUnlessWAL(c)
@@ -73,13 +100,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	s.readDB, err = sql.Open("sqlite3", dsn(abs, true))
-	if err != nil {
+	if o.OneConnection {
+		s.readDB = writeDB
+	} else if s.readDB, err = sql.Open("sqlite3", dsn(abs, true)); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
+	} else {
+		s.readDB.SetMaxOpenConns(4)
+		s.readDB.SetMaxIdleConns(4)
 	}
-	s.readDB.SetMaxOpenConns(4)
-	s.readDB.SetMaxIdleConns(4)
 	s.wake = newWaker(abs+"-wake", abs)
 	s.events = newWaker(abs+"-events", abs)
 	// Imports left by a process that died are finished or dropped. Their
@@ -360,7 +389,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.lock.close()
-	if s.readDB != nil {
+	if s.readDB != nil && s.readDB != s.writeDB {
 		errs = append(errs, s.readDB.Close())
 	}
 	if s.writeDB != nil {

@@ -52,6 +52,25 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceOneConnection runs the conformance suite on stores of one
+// connection (Options.OneConnection): every store method must work when
+// reads share the writer's connection, and none may read again while it
+// holds a read open, which would wait for itself.
+func TestConformanceOneConnection(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) storetest.Opener {
+		path := filepath.Join(t.TempDir(), "queue.db")
+		withOracle(t, path)
+		return func(t *testing.T) queue.Store {
+			s, err := sqlite.OpenWith(context.Background(), path, sqlite.Options{OneConnection: true})
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+	})
+}
+
 func TestOpenRefusesBadFiles(t *testing.T) {
 	dir := t.TempDir()
 	notDB := filepath.Join(dir, "notes.txt")
@@ -176,6 +195,54 @@ func TestMigrateReportsWhatItApplied(t *testing.T) {
 	v, err := sqlite.SchemaVersion(ctx, raw, latest)
 	if err != nil || v != latest {
 		t.Fatalf("schema version after migrate: %d, %v; want %d", v, err, latest)
+	}
+}
+
+// With OneConnection a store opens one connection: what enqueue reads and
+// writes goes through the writer's, and reads after the write see it. By
+// default the readers have a connection of their own. A writer that also
+// reads waits out a busy file in SQLite's busy handler as the readers'
+// connections do (5 s), where the writer alone leaves the wait to its own
+// loop (0).
+func TestOneConnection(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		o    sqlite.Options
+		want int
+		busy int64
+	}{
+		{"default", sqlite.Options{}, 2, 0},
+		{"one connection", sqlite.Options{OneConnection: true}, 1, 5000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "queue.db")
+			openAt(t, path).Close() // migrated, so that Open only checks
+			s, err := sqlite.OpenWith(ctx, path, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now().UTC()
+			queues, err := queue.QueueOverrides(ctx, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := queue.Enqueue(ctx, s, queues, []queue.NewJob{{ID: "a", Command: "true"}}, now); err != nil {
+				t.Fatal(err)
+			}
+			if j, err := s.GetJob(ctx, "a"); err != nil || j.State != queue.StatePending {
+				t.Fatalf("the enqueued job reads back as %+v, %v", j, err)
+			}
+			if n := sqlite.Connections(s); n != tc.want {
+				t.Errorf("%d connections open, want %d", n, tc.want)
+			}
+			if ms, err := sqlite.WriterPragma(s, "busy_timeout"); err != nil || ms != tc.busy {
+				t.Errorf("the writer's busy timeout: %d ms, %v; want %d", ms, err, tc.busy)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatalf("close: %v", err)
+			}
+		})
 	}
 }
 
