@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/queuectl/queuectl/internal/view"
@@ -136,8 +137,20 @@ func (a *app) printStats(ctx context.Context, st queue.Store, window time.Durati
 		if s == stats.Total {
 			name = "total" // as status names it
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%.1f\n", name, s.Total(), s.Attempts, 100*s.FailureRate,
-			ms(r.Min), ms(r.P50), ms(r.P95), ms(r.P99), ms(r.Max), s.PerMinuteHour)
+		// No attempt in the window: no rate and no run times, rather
+		// than 0.0% and 0ms.
+		rate, times := "-", "-\t-\t-\t-\t-"
+		if s.Attempts > 0 {
+			rate = fmt.Sprintf("%.1f%%", 100*s.FailureRate)
+		}
+		if s.Timed() {
+			times = strings.Join([]string{ms(r.Min), ms(r.P50), ms(r.P95), ms(r.P99), ms(r.Max)}, "\t")
+		}
+		done := fmt.Sprintf("%.1f", s.PerMinuteHour)
+		if s.PerMinuteHour == 0 && s.LastHour > 0 {
+			done = "<0.1" // a few jobs an hour: not none
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", name, s.Total(), s.Attempts, rate, times, done)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -793,6 +793,30 @@ func TestE2EStatsConfigAndCleanup(t *testing.T) {
 	}
 }
 
+// The stats table shows no failure rate and no run times for a queue with
+// no attempts in the window, rather than 0.0% and 0ms, and a few jobs done
+// in the last hour as "<0.1" a minute, not 0.0.
+func TestE2EStatsTableWithoutAttempts(t *testing.T) {
+	c := newCLI(t)
+	c.ok("enqueue", "--id", "done", "--command", "true")
+	c.ok("enqueue", "--id", "later", "--queue", "idle", "--run-at", "+1h", "--command", "true")
+	c.ok("worker", "start")
+	c.waitState("done", "completed", 20*time.Second)
+	c.ok("worker", "stop")
+	rows := map[string][]string{}
+	for _, line := range strings.Split(c.ok("stats"), "\n") {
+		if f := strings.Fields(line); len(f) == 10 {
+			rows[f[0]] = f[1:]
+		}
+	}
+	if got, want := strings.Join(rows["idle"], " "), "1 0 - - - - - - 0.0"; got != want {
+		t.Errorf("the idle queue's row: %q, want %q", got, want)
+	}
+	if r := rows["default"]; len(r) != 9 || r[2] != "0.0%" || r[3] == "-" || r[8] != "<0.1" {
+		t.Errorf("the default queue's row: %q, want a 0.0%% failure rate, run times and <0.1 done a minute", r)
+	}
+}
+
 // The bench harness must keep working; its figures are not asserted here
 // (timings live in benchmarks, not tests), only that it measures.
 func TestE2EBenchQuick(t *testing.T) {

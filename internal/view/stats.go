@@ -143,6 +143,10 @@ func NewStats(in StatsInput, window time.Duration, now time.Time) Stats {
 	return Stats{Window: queue.FormatDuration(window), Total: all, Queues: list[1:], Slowest: slow}
 }
 
+// Timed reports whether any attempt in the window has a run time, so
+// that RunTimeMS holds figures rather than zeros.
+func (s *QueueStats) Timed() bool { return s.runs.Count() > 0 }
+
 // Total is the number of jobs the statistics count.
 func (s *QueueStats) Total() int {
 	n := 0
