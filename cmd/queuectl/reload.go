@@ -96,11 +96,10 @@ func (s *service) reload(ctx context.Context) {
 }
 
 // logOverridden warns, as the service starts, that the file's limits
-// replaced different ones stored for its queues.
+// replaced different ones stored for its queues (docs/config.md).
 func (s *service) logOverridden(queues []string) {
 	if queues != nil {
-		s.log.Warn().Strs("queues", queues).
-			Msg("the file's max_running and rate_limit replace the different limits stored for these queues (queue set at run time, or an earlier file)")
+		s.log.Warn().Strs("queue_limits_replaced", queues).Msg("stored queue limits replaced by the file's")
 	}
 }
 

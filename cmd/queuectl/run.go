@@ -125,9 +125,9 @@ func hookTimeout(d *time.Duration) time.Duration {
 }
 
 // applyFile writes the file's queues and templates to the store. It
-// returns the declared queues whose stored limits (a stored control) it
-// replaced with different ones.
-func applyFile(ctx context.Context, st queue.Store, f *config.File, now time.Time) (replaced []string, err error) {
+// returns the stored controls of the declared queues whose limits it
+// changed, as they were before.
+func applyFile(ctx context.Context, st queue.Store, f *config.File, now time.Time) (replaced []queue.QueueControl, err error) {
 	if err := st.ApplyQueues(ctx, queueConfigs(f)); err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func applyFile(ctx context.Context, st queue.Store, f *config.File, now time.Tim
 		// unset); a pause is left as it is.
 		rate := queue.RateLimit{N: q.RateCount, Per: q.RatePer}
 		if c, ok := controlOf(stored, q.Name); ok && (c.MaxRunning != q.MaxRunning || !sameRate(c.Rate, rate)) {
-			replaced = append(replaced, q.Name)
+			replaced = append(replaced, c)
 		}
 		if err := st.UpdateQueueControls(ctx, queue.ControlUpdate{Names: []string{q.Name}, MaxRunning: &q.MaxRunning, Rate: &rate}); err != nil {
 			return nil, err
@@ -162,9 +162,13 @@ func controlOf(cs []queue.QueueControl, name string) (queue.QueueControl, bool) 
 	return queue.QueueControl{}, false
 }
 
-// sameRate reports whether two rate limits allow the same starts.
+// sameRate reports whether two rate limits allow the same starts. Periods
+// are stored in whole microseconds.
 func sameRate(a, b queue.RateLimit) bool {
-	return a == b || a.N <= 0 && b.N <= 0
+	if a.N <= 0 || b.N <= 0 {
+		return a.N <= 0 && b.N <= 0
+	}
+	return a.N == b.N && a.Per.Truncate(time.Microsecond) == b.Per.Truncate(time.Microsecond)
 }
 
 func lanes(f *config.File) []queue.Lane {
@@ -382,17 +386,19 @@ func (s *service) shutdown(sigs <-chan os.Signal) error {
 // apply writes f to the store and (re)starts the engine when the queues
 // changed; the old engine drains in the background. It returns the
 // declared queues whose stored limits it replaced though the file did not
-// change them: limits set at run time (queue set) or, at start, by an
-// earlier file.
+// change them: at a reload, limits a queue set changed at run time; at
+// start, limits stored by a queue set or an earlier file (a queue only
+// paused has none).
 func (s *service) apply(ctx context.Context, f *config.File) (overridden []string, err error) {
 	replaced, err := applyFile(ctx, s.st, f, s.a.now())
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range replaced {
-		if !fileChangedLimits(s.file, f, name) {
-			overridden = append(overridden, name)
+	for _, c := range replaced {
+		if s.file == nil && !c.Limited() || fileChangedLimits(s.file, f, c.Name) {
+			continue
 		}
+		overridden = append(overridden, c.Name)
 	}
 	if s.file == nil || s.file.Retention != f.Retention {
 		s.startPruning(f.Retention)

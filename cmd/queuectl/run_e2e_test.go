@@ -424,12 +424,14 @@ func TestE2EReloadSaysItRestoredQueueLimits(t *testing.T) {
   max_running = 2
 }
 `)
-	const warning = "the file's max_running and rate_limit replace the different limits stored"
+	const warning = "stored queue limits replaced by the file's"
+	c.ok("queue", "pause", "q") // a stored control, without limits
 	svc := c.startService("-c", cfg)
 	waitFor(t, "the service to start", 20*time.Second, func() bool { return strings.Contains(svc.log(), "service started") })
 	if strings.Contains(svc.log(), warning) {
-		t.Fatalf("a first start warned of replaced limits:\n%s", svc.log())
+		t.Fatalf("a first start of a paused queue warned of replaced limits:\n%s", svc.log())
 	}
+	c.ok("queue", "resume", "q")
 	maxRunning := func() string {
 		for _, line := range strings.Split(c.ok("queue", "list"), "\n") {
 			if f := strings.Fields(line); len(f) > 3 && f[0] == "q" {
@@ -478,7 +480,7 @@ func TestE2EReloadSaysItRestoredQueueLimits(t *testing.T) {
 	c.ok("queue", "set", "q", "--rate-limit", "10/s")
 	svc = c.startService("-c", cfg)
 	waitFor(t, "the warning at start", 20*time.Second, func() bool { return strings.Contains(svc.log(), warning) })
-	if !strings.Contains(svc.log(), `"queues":["q"]`) {
+	if !strings.Contains(svc.log(), `"queue_limits_replaced":["q"]`) {
 		t.Fatalf("the warning does not name the queue:\n%s", svc.log())
 	}
 }
