@@ -136,8 +136,9 @@ func (a *app) runEnqueue(cmd *cobra.Command, args []string, o *enqueueOptions) e
 	if err := inCurrentDir(jobs, workDir(os.Getwd)); err != nil {
 		return fmt.Errorf("enqueue: %w", err)
 	}
-	// Without --wait the command reads the queues' settings, writes and
-	// exits: one SQLite connection serves it.
+	// Without --wait the command reads the queues' settings, writes the
+	// job and exits: one SQLite connection serves it (enqueue --file
+	// keeps the readers' pool).
 	return a.withStoreOpts(cmd, sqlite.Options{OneConnection: !o.wait}, func(ctx context.Context, st queue.Store) error {
 		queues, err := queue.QueueOverrides(ctx, st)
 		if err != nil {

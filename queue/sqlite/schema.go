@@ -39,9 +39,9 @@ type Options struct {
 	// OneConnection makes reads use the writer's connection instead of a
 	// pool of their own. Each connection SQLite opens reads and parses
 	// the whole schema first, so a command that makes a few reads and a
-	// write and exits (enqueue) spends about a quarter of its time to an
-	// open store on the second one (docs/benchmarks.md, "One connection
-	// for a one-shot enqueue"). For a caller that does one thing at a
+	// write and exits (enqueue of one job) spends about a third of its
+	// time to an open store on the readers' connection (docs/benchmarks.md,
+	// "One connection for a one-shot enqueue"). For a caller that does one thing at a
 	// time: a read waits while another read or a write is in progress.
 	// The store's own methods never read again while they hold a read
 	// open, which would wait for itself (TestConformanceOneConnection).
@@ -328,8 +328,9 @@ func (s *Store) migrate(ctx context.Context) (applied int, err error) {
 
 // schemaVersion reads the database's schema version, refusing one newer
 // than latest (the binary's).
-// The writer's connection does not wait in SQLite's busy handler (Open),
-// and the file can be busy for a moment even for a read: another process
+// The writer's connection does not wait in SQLite's busy handler (Open;
+// unless Options.OneConnection), and the file can be busy for a moment
+// even for a read: another process
 // checkpointing the log as it closes holds it exclusively. So a busy read
 // is tried again, for up to openBusyWait.
 func schemaVersion(ctx context.Context, db *sql.DB, latest int) (int, error) {

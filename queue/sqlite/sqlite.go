@@ -14,7 +14,10 @@
 //     lasts at most busyWait. SQLite's own busy handler would sleep a whole
 //     millisecond or more per try, which a transaction of ~100 µs does not
 //     need. Connection set-up keeps a 5 s busy timeout. Reads use a
-//     separate, query-only pool with the busy timeout.
+//     separate, query-only pool with the busy timeout; a one-shot command
+//     (Options.OneConnection) reads on the writer's connection instead,
+//     which then keeps the busy timeout too, so a write of its that finds
+//     the file busy past the flock may also wait up to 5 s in SQLite.
 //   - Pragmas are set in the DSN, so every connection gets them.
 //   - Claiming is one atomic UPDATE … WHERE rowid IN (SELECT … LIMIT n)
 //     RETURNING, backed by a partial index matching its filter and order.
