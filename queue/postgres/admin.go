@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -81,7 +82,7 @@ const moveFinalAttempts = `INSERT INTO attempts (job_id, number, started_at, fin
 func lockJobs(ctx context.Context, tx pgx.Tx, named []string, allDead bool, q string,
 	allow func(queue.State) bool, rule string) ([]string, error) {
 	ids := append([]string(nil), named...)
-	if allDead {
+	if allDead && !unstorable(q) { // no job is in a queue of an unstorable name
 		rows, err := tx.Query(ctx, `SELECT id FROM jobs WHERE state = 'dead' AND ($1 = '' OR queue = $1)
 			ORDER BY created_at, seq`, q)
 		if err != nil {
@@ -96,7 +97,9 @@ func lockJobs(ctx context.Context, tx pgx.Tx, named []string, allDead bool, q st
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := tx.Query(ctx, `SELECT id, state FROM jobs WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+	// An unstorable id names no job: PickJobs reports it as not found.
+	lookup := slices.DeleteFunc(slices.Clone(ids), unstorable)
+	rows, err := tx.Query(ctx, `SELECT id, state FROM jobs WHERE id = ANY($1) ORDER BY id FOR UPDATE`, lookup)
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +182,9 @@ type cancelTx struct {
 }
 
 func (c cancelTx) JobState(ctx context.Context, id string) (queue.State, bool, error) {
+	if unstorable(id) {
+		return "", false, nil
+	}
 	var state string
 	err := c.tx.QueryRow(ctx, `SELECT state FROM jobs WHERE id = $1 FOR UPDATE`, id).Scan(&state)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -40,8 +40,10 @@ package postgres
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -90,6 +92,12 @@ func pgCode(err error) string {
 	}
 	return ""
 }
+
+// unstorable tells a text no text column can hold: one with a NUL, or
+// bytes that are not UTF-8. The server refuses such a parameter, so a
+// lookup by one (an id or a filter from a request) answers what a lookup
+// that matches nothing answers, as on SQLite, without asking the server.
+func unstorable(s string) bool { return strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) }
 
 // Value helpers. Absent values (zero times, empty strings) are stored as NULL.
 

@@ -87,6 +87,9 @@ func (s *Store) queryJobs(ctx context.Context, query string, args ...any) ([]*qu
 
 // GetJob implements queue.Store.
 func (s *Store) GetJob(ctx context.Context, id string) (*queue.Job, error) {
+	if unstorable(id) {
+		return nil, fmt.Errorf("job %q: %w", id, queue.ErrNotFound)
+	}
 	j, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+allJobColumns+` FROM jobs WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("job %q: %w", id, queue.ErrNotFound)
@@ -103,7 +106,10 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) ([]*queue.Job,
 	var after *listCursor
 	if p.After != "" {
 		after = new(listCursor)
-		err := s.pool.QueryRow(ctx, `SELECT created_at, seq FROM jobs WHERE id = $1`, p.After).Scan(&after.created, &after.seq)
+		err := pgx.ErrNoRows
+		if !unstorable(p.After) {
+			err = s.pool.QueryRow(ctx, `SELECT created_at, seq FROM jobs WHERE id = $1`, p.After).Scan(&after.created, &after.seq)
+		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, fmt.Errorf("list jobs: cursor job %q: %w", p.After, queue.ErrNotFound)
 		}
@@ -111,12 +117,30 @@ func (s *Store) ListJobs(ctx context.Context, p queue.ListParams) ([]*queue.Job,
 			return nil, fmt.Errorf("list jobs: %w", err)
 		}
 	}
+	if unstorableFilter(p) {
+		return nil, nil
+	}
 	query, args := listQuery(p, after)
 	jobs, err := s.queryJobs(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	return jobs, nil
+}
+
+// unstorableFilter tells a listing whose queue, text or labels no job can
+// hold: it lists nothing. (A label in JSON would turn bad bytes into
+// U+FFFD, and match a job it does not name.)
+func unstorableFilter(p queue.ListParams) bool {
+	if unstorable(p.Queue) || unstorable(p.Search) {
+		return true
+	}
+	for k, v := range p.Labels {
+		if unstorable(k) || unstorable(v) {
+			return true
+		}
+	}
+	return false
 }
 
 // listCursor is the place of the job a listing goes on after.
@@ -224,6 +248,9 @@ func scanAttempt(row pgx.Row, withOutput bool) (*queue.Attempt, error) {
 
 // Attempts implements queue.Store.
 func (s *Store) Attempts(ctx context.Context, jobID string) ([]*queue.Attempt, error) {
+	if unstorable(jobID) {
+		return nil, nil
+	}
 	rows, err := s.pool.Query(ctx, `SELECT `+attemptColumns+` FROM job_attempts WHERE job_id = $1 ORDER BY seq`, jobID)
 	if err != nil {
 		return nil, fmt.Errorf("attempts: %w", err)
@@ -237,6 +264,9 @@ func (s *Store) Attempts(ctx context.Context, jobID string) ([]*queue.Attempt, e
 
 // Output implements queue.Store.
 func (s *Store) Output(ctx context.Context, jobID string, number int) (*queue.Attempt, error) {
+	if unstorable(jobID) {
+		return nil, storekit.NoOutput(ctx, s.GetJob, jobID, number)
+	}
 	query := `SELECT ` + attemptColumns + `, output FROM job_attempts WHERE job_id = $1`
 	args := []any{jobID}
 	if number > 0 {
@@ -256,6 +286,9 @@ func (s *Store) Output(ctx context.Context, jobID string, number int) (*queue.At
 
 // OutputAt implements queue.Store.
 func (s *Store) OutputAt(ctx context.Context, jobID string, i int) (*queue.Attempt, error) {
+	if unstorable(jobID) {
+		return nil, storekit.NoOutputAt(ctx, s.GetJob, jobID, i)
+	}
 	a, err := scanAttempt(s.pool.QueryRow(ctx, `SELECT `+attemptColumns+`, output FROM job_attempts WHERE job_id = $1
 		ORDER BY seq OFFSET $2 LIMIT 1`, jobID, max(i, 0)), true)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -215,3 +215,55 @@ func lister(t *testing.T, s queue.Store) func(queue.ListParams) []string {
 		return ids(jobs)
 	}
 }
+
+// testLookupsOfUnstorableText looks jobs up by texts no job can hold (a NUL,
+// bytes that are not UTF-8), as a request's path or query may carry them:
+// each finds nothing, as a lookup of an unknown job does, and none fails.
+func testLookupsOfUnstorableText(t *testing.T, open Opener) {
+	s := open(t)
+	deadJob(t, s, "dead", "q")
+	for _, text := range []string{"a\x00b", "\xc3("} {
+		t.Run(fmt.Sprintf("%q", text), func(t *testing.T) {
+			notFound := func(what string, err error) {
+				t.Helper()
+				if !errors.Is(err, queue.ErrNotFound) {
+					t.Errorf("%s: %v, want ErrNotFound", what, err)
+				}
+			}
+			_, err := s.GetJob(ctx(t), text)
+			notFound("get", err)
+			_, err = s.Output(ctx(t), text, 0)
+			notFound("output", err)
+			_, err = s.OutputAt(ctx(t), text, 0)
+			notFound("output at", err)
+			_, err = s.ListJobs(ctx(t), queue.ListParams{After: text})
+			notFound("list after", err)
+			_, err = s.RetryJobs(ctx(t), queue.RetryParams{IDs: []string{text}, Now: t0})
+			notFound("retry", err)
+			_, err = s.DiscardJobs(ctx(t), queue.DiscardParams{IDs: []string{"dead", text}})
+			notFound("discard", err)
+			_, err = s.CancelJob(ctx(t), text, t0)
+			notFound("cancel", err)
+			if hist, err := s.Attempts(ctx(t), text); err != nil || len(hist) != 0 {
+				t.Errorf("attempts: %v %v, want none", hist, err)
+			}
+			for name, p := range map[string]queue.ListParams{
+				"queue": {Queue: text}, "search": {Search: text},
+				"label key": {Labels: map[string]string{text: "v"}}, "label value": {Labels: map[string]string{"k": text}},
+			} {
+				if found, err := s.ListJobs(ctx(t), p); err != nil || len(found) != 0 {
+					t.Errorf("list by %s: %v %v, want none", name, ids(found), err)
+				}
+			}
+			if moved, err := s.RetryJobs(ctx(t), queue.RetryParams{AllDead: true, Queue: text, Now: t0}); err != nil || len(moved) != 0 {
+				t.Errorf("retry the dead of queue: %v %v, want none", moved, err)
+			}
+			if gone, err := s.DiscardJobs(ctx(t), queue.DiscardParams{AllDead: true, Queue: text}); err != nil || len(gone) != 0 {
+				t.Errorf("discard the dead of queue: %v %v, want none", gone, err)
+			}
+		})
+	}
+	if j := get(t, s, "dead"); j.State != queue.StateDead {
+		t.Fatalf("dead job after the lookups: %s, want dead", j.State)
+	}
+}

@@ -67,6 +67,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"Discard", testDiscard},
 		{"RetryDeadByQueue", testRetryDeadByQueue},
 		{"ListSearchAndCursor", testListSearchAndCursor},
+		{"LookupsOfUnstorableText", testLookupsOfUnstorableText},
 		{"ListStatesOfBothClasses", testListStatesOfBothClasses},
 		{"ListDueAfter", testListDueAfter},
 		{"ApplyTemplatesReschedules", testApplyTemplatesReschedules},
