@@ -60,6 +60,34 @@ func TestQueueActions(t *testing.T) {
 	}
 }
 
+// TestQueueKnownOnlyByItsControl acts on a queue that holds no job: it is
+// listed while a control (pause, limits) names it, with what any queue
+// shows.
+func TestQueueKnownOnlyByItsControl(t *testing.T) {
+	for _, sk := range stores() {
+		t.Run(sk.name, func(t *testing.T) {
+			h := newHarness(t, sk.open(t), adminToken, viewerToken)
+			h.enqueue(`{"id":"a","command":"true","queue":"busy"}`)
+			if err := h.store.RegisterWorker(t0ctx(), &queue.WorkerInfo{ID: "w", PID: 7, Host: "box", BootID: "b",
+				StartedAt: h.clock.Now(), HeartbeatAt: h.clock.Now()}); err != nil { // serves every queue
+				t.Fatal(err)
+			}
+			act := func(method, path, body string) view.Queue {
+				t.Helper()
+				return decode[view.Queue](t, h.must(req{method: method, path: path, body: body, token: adminToken}, http.StatusOK))
+			}
+			busy := act("POST", "/api/v1/queues/busy/pause", "")
+			idle := act("POST", "/api/v1/queues/idle/pause", "")
+			if !idle.Paused || idle.Workers != busy.Workers || len(idle.Jobs) != len(busy.Jobs) {
+				t.Errorf("paused idle queue = %+v; want paused, as the paused busy one %+v shows it", idle, busy)
+			}
+			if _, ok := idle.Jobs[view.Scheduled]; !ok {
+				t.Errorf("idle queue's jobs %v: no %s count", idle.Jobs, view.Scheduled)
+			}
+		})
+	}
+}
+
 func TestWaitEndpoint(t *testing.T) {
 	h := tokens(t)
 	h.enqueue(`{"id":"a","command":"true"}`)

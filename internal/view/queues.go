@@ -36,8 +36,8 @@ type Queue struct {
 	Scheduled int `json:"scheduled"`
 }
 
-// Steer adds the queues' controls and scheduled counts to qs (as
-// NewQueues made them), listing the queues known only by a control.
+// Steer adds the queues' controls and scheduled counts to qs, which
+// NewQueues made from the same controls (so it lists every queue they name).
 func Steer(qs []Queue, controls []queue.QueueControl, scheduled map[string]int) []Queue {
 	byName := map[string]int{}
 	for i, q := range qs {
@@ -46,13 +46,7 @@ func Steer(qs []Queue, controls []queue.QueueControl, scheduled map[string]int) 
 	for _, c := range controls {
 		i, ok := byName[c.Name]
 		if !ok {
-			q := Queue{Name: c.Name, Jobs: map[queue.State]int{}}
-			for _, s := range queue.States() {
-				q.Jobs[s] = 0
-			}
-			qs = append(qs, q)
-			i = len(qs) - 1
-			byName[c.Name] = i
+			continue
 		}
 		qs[i].Paused, qs[i].MaxRunning = c.Paused, c.MaxRunning
 		if r := c.Rate.String(); r != "" {
@@ -66,8 +60,9 @@ func Steer(qs []Queue, controls []queue.QueueControl, scheduled map[string]int) 
 	return qs
 }
 
-// NewQueues lists every queue that holds jobs or is declared, by name.
-func NewQueues(status Status, declared []queue.QueueConfig, oldest map[string]time.Time,
+// NewQueues lists every queue that holds jobs, is declared or is named in
+// known (those with a control), by name.
+func NewQueues(status Status, declared []queue.QueueConfig, known []string, oldest map[string]time.Time,
 	workers []*queue.WorkerInfo, now time.Time) []Queue {
 	byName := map[string]*Queue{}
 	pick := func(name string) *Queue {
@@ -89,6 +84,9 @@ func NewQueues(status Status, declared []queue.QueueConfig, oldest map[string]ti
 	for _, d := range declared {
 		q := pick(d.Name)
 		q.Declared, q.Concurrency = true, d.Concurrency
+	}
+	for _, name := range known { // perhaps without jobs
+		pick(name)
 	}
 	for name, at := range oldest {
 		age := max(0, now.Sub(at).Seconds())
@@ -141,6 +139,10 @@ func LoadQueues(ctx context.Context, st queue.Store, now time.Time) ([]Queue, er
 	if err != nil {
 		return nil, err
 	}
-	qs := NewQueues(NewStatus(counts, scheduled, len(ws)), declared, m.OldestPending, ws, now)
+	var known []string
+	for _, c := range controls {
+		known = append(known, c.Name)
+	}
+	qs := NewQueues(NewStatus(counts, scheduled, len(ws)), declared, known, m.OldestPending, ws, now)
 	return Steer(qs, controls, scheduled), nil
 }
