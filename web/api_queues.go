@@ -24,9 +24,10 @@ import (
 const maxWait = 10 * time.Second
 
 // queueResult answers a queue action with the queue as GET /api/v1/queues
-// shows it.
+// shows it; a queue that holds no job and whose last control the action
+// lifted is no longer listed there, and is answered all the same.
 func (s *Server) queueResult(ctx context.Context, name string) (view.Queue, error) {
-	qs, err := view.LoadQueues(ctx, s.cfg.Store, s.now())
+	qs, err := view.LoadQueues(ctx, s.cfg.Store, s.now(), name)
 	if err != nil {
 		return view.Queue{}, err
 	}

@@ -62,7 +62,7 @@ func TestQueueActions(t *testing.T) {
 
 // TestQueueKnownOnlyByItsControl acts on a queue that holds no job: it is
 // listed while a control (pause, limits) names it, with what any queue
-// shows.
+// shows, and an action that lifts its last control still answers it.
 func TestQueueKnownOnlyByItsControl(t *testing.T) {
 	for _, sk := range stores() {
 		t.Run(sk.name, func(t *testing.T) {
@@ -83,6 +83,13 @@ func TestQueueKnownOnlyByItsControl(t *testing.T) {
 			}
 			if _, ok := idle.Jobs[view.Scheduled]; !ok {
 				t.Errorf("idle queue's jobs %v: no %s count", idle.Jobs, view.Scheduled)
+			}
+			if q := act("POST", "/api/v1/queues/idle/resume", ""); q.Name != "idle" || q.Paused {
+				t.Errorf("resume of the idle queue answered %+v", q)
+			}
+			act("PUT", "/api/v1/queues/idle/limits", `{"max_running":2}`)
+			if q := act("PUT", "/api/v1/queues/idle/limits", `{"max_running":0}`); q.Name != "idle" || q.MaxRunning != 0 {
+				t.Errorf("limits lifted from the idle queue answered %+v", q)
 			}
 		})
 	}

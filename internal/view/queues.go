@@ -113,8 +113,10 @@ func NewQueues(status Status, declared []queue.QueueConfig, known []string, olde
 	return out
 }
 
-// LoadQueues reads from st what `queue list` and GET /api/v1/queues show.
-func LoadQueues(ctx context.Context, st queue.Store, now time.Time) ([]Queue, error) {
+// LoadQueues reads from st what `queue list` and GET /api/v1/queues show,
+// and the queues named in also, which an action names, even when they
+// hold no job and have no control (the action lifted the last one).
+func LoadQueues(ctx context.Context, st queue.Store, now time.Time, also ...string) ([]Queue, error) {
 	counts, err := st.CountJobs(ctx)
 	if err != nil {
 		return nil, err
@@ -139,7 +141,7 @@ func LoadQueues(ctx context.Context, st queue.Store, now time.Time) ([]Queue, er
 	if err != nil {
 		return nil, err
 	}
-	var known []string
+	known := slices.Clone(also)
 	for _, c := range controls {
 		known = append(known, c.Name)
 	}
