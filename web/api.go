@@ -291,14 +291,24 @@ var jobFields = func() map[string]bool {
 
 // fieldOf names the job field a validation error of the queue package is
 // about, so the API's 400 says which field is wrong: those messages start
-// with the field's JSON name ("invalid: queue \"a b\" contains white space").
+// with the field's JSON name ("invalid: queue \"a b\" contains white space"),
+// after the job's id when the store names it (queue.JobError), and a
+// label's say "label", as the CLI's flag.
 func fieldOf(err error) error {
 	if !errors.Is(err, queue.ErrInvalid) {
 		return err
 	}
-	msg := strings.TrimPrefix(err.Error(), queue.ErrInvalid.Error()+": ")
+	cause := err
+	if je := (*queue.JobError)(nil); errors.As(err, &je) {
+		cause = je.Err
+	}
+	msg := strings.TrimPrefix(cause.Error(), queue.ErrInvalid.Error()+": ")
 	word, _, _ := strings.Cut(msg, " ")
-	if field := strings.TrimSuffix(word, ":"); jobFields[field] {
+	field := strings.TrimSuffix(word, ":")
+	if field == "label" {
+		field = "labels"
+	}
+	if jobFields[field] {
 		return &view.SpecError{Field: field, Msg: err.Error()}
 	}
 	return err

@@ -84,6 +84,9 @@ func TestEnqueueValidatesLikeTheCLI(t *testing.T) {
 				{`{"command":"true","dir":"relative/dir"}`, codeInvalidJob, "dir"},
 				{`{"command":"true","priority":1000001}`, codeInvalidJob, "priority"},
 				{`[{"command":"true"}]`, codeInvalidJob, ""},
+				{`{"command":"true","after":["missing"]}`, codeInvalidJob, "after"},
+				{`{"id":"named","command":"true","after":["missing"]}`, codeInvalidJob, "after"},
+				{`{"command":"true","labels":{"bad key":"v"}}`, codeInvalidJob, "labels"},
 			}
 			for _, tt := range tests {
 				rec := h.must(req{method: "POST", path: "/api/v1/jobs", body: tt.body, token: adminToken}, http.StatusBadRequest)
