@@ -229,6 +229,7 @@ func TestEngineRunSpec(t *testing.T) {
 			"QUEUECTL_JOB_ID=env-job",
 			"QUEUECTL_ATTEMPT=" + strconv.Itoa(i+1),
 			"QUEUECTL_QUEUE=reports",
+			"QUEUECTL_WORKER=test-worker",
 			"A_FIRST=1",
 			"GREETING=hello",
 		}
@@ -247,7 +248,7 @@ func TestEngineRunSpecCronEnv(t *testing.T) {
 	enqueue(t, f.store, queue.NewJob{ID: "nightly-1", Template: "nightly", ScheduledAt: slot, Env: map[string]string{"X": "y"}}, t0)
 	f.process(t, 1)
 	want := []string{
-		"QUEUECTL_JOB_ID=nightly-1", "QUEUECTL_ATTEMPT=1", "QUEUECTL_QUEUE=default",
+		"QUEUECTL_JOB_ID=nightly-1", "QUEUECTL_ATTEMPT=1", "QUEUECTL_QUEUE=default", "QUEUECTL_WORKER=test-worker",
 		"QUEUECTL_TEMPLATE=nightly", "QUEUECTL_SCHEDULED_AT=2026-03-01T11:00:00Z", "X=y",
 	}
 	if got := f.runner.calls()[0].Env; !slices.Equal(got, want) {

@@ -144,10 +144,12 @@ func (r *rescuer) now(ctx context.Context) (time.Time, error) {
 
 // killLeftovers kills what is left on this host of j's current attempt,
 // which ended as what says (a lost attempt, a stopped one): every process
-// carrying its job id and attempt number, with the process groups they
-// lead, including those that left the attempt's process group (setsid).
+// carrying its job id, attempt number and worker, with the process groups
+// they lead, including those that left the attempt's process group
+// (setsid). The worker tells the attempt from one of a job of the same id
+// and number in another database served on the host.
 func killLeftovers(procs Processes, log zerolog.Logger, j *Job, what string) {
-	n, err := procs.KillByEnv("QUEUECTL_JOB_ID="+j.ID, "QUEUECTL_ATTEMPT="+strconv.Itoa(j.Attempts))
+	n, err := procs.KillByEnv("QUEUECTL_JOB_ID="+j.ID, "QUEUECTL_ATTEMPT="+strconv.Itoa(j.Attempts), "QUEUECTL_WORKER="+j.Worker)
 	if err != nil {
 		log.Warn().Err(err).Str("job_id", j.ID).Msg("kill leftover processes of " + what)
 	} else if n > 0 {

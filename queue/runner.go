@@ -47,14 +47,16 @@ type RunnerFunc func(ctx context.Context, spec RunSpec) RunResult
 func (f RunnerFunc) Run(ctx context.Context, spec RunSpec) RunResult { return f(ctx, spec) }
 
 // Environ is the environment a job's command gets on top of the worker's:
-// QUEUECTL_JOB_ID, QUEUECTL_ATTEMPT, QUEUECTL_QUEUE, for cron jobs
-// QUEUECTL_TEMPLATE and QUEUECTL_SCHEDULED_AT, then the job's own env.
+// QUEUECTL_JOB_ID, QUEUECTL_ATTEMPT, QUEUECTL_QUEUE, QUEUECTL_WORKER (the
+// worker that claimed it), for cron jobs QUEUECTL_TEMPLATE and
+// QUEUECTL_SCHEDULED_AT, then the job's own env.
 func (j *Job) Environ() []string {
-	env := make([]string, 0, 5+len(j.Env))
+	env := make([]string, 0, 6+len(j.Env))
 	env = append(env,
 		"QUEUECTL_JOB_ID="+j.ID,
 		"QUEUECTL_ATTEMPT="+strconv.Itoa(j.Attempts),
 		"QUEUECTL_QUEUE="+j.Queue,
+		"QUEUECTL_WORKER="+j.Worker,
 	)
 	if j.Template != "" {
 		env = append(env, "QUEUECTL_TEMPLATE="+j.Template)

@@ -526,6 +526,34 @@ func TestE2ECancelRunningJob(t *testing.T) {
 	}
 }
 
+// TestE2ECancelLeavesOtherDatabasesJobs cancels a running job in one
+// database while a job of the same id and attempt runs from another on the
+// same host (two schemas of one config fire the same cron job ids): the
+// cleanup of the cancelled attempt's leftover processes leaves the other
+// job alone.
+func TestE2ECancelLeavesOtherDatabasesJobs(t *testing.T) {
+	a, b := newCLI(t), newCLI(t)
+	for _, c := range []*cli{a, b} {
+		c.ok("enqueue", "--id", "same", "--command", "touch started && sleep 60")
+		c.ok("worker", "start")
+	}
+	for _, c := range []*cli{a, b} {
+		waitFor(t, "the job's command to start", 20*time.Second, func() bool {
+			_, err := os.Stat(filepath.Join(c.home, "started"))
+			return err == nil
+		})
+	}
+	a.ok("cancel", "same")
+	if j := a.job("same"); j.State != "cancelled" {
+		t.Fatalf("cancelled job: %+v", j)
+	}
+	// The other job was not killed: it is cancelled in its turn, not failed.
+	b.ok("cancel", "same")
+	if j := b.job("same"); j.State != "cancelled" || len(j.History) != 1 || j.History[0].Outcome != "cancelled" {
+		t.Fatalf("the other database's job: %+v; want its one attempt cancelled by its own cancel", j)
+	}
+}
+
 func TestE2EBadInput(t *testing.T) {
 	c := newCLI(t)
 	c.ok("enqueue", `{"id":"taken","command":"true"}`)
