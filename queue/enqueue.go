@@ -114,8 +114,9 @@ func (n NewJob) Resolve(s Settings, now time.Time) (*Job, error) {
 	if err := n.checkShape(id); err != nil {
 		return nil, err
 	}
-	now = now.UTC()
-	runAt := n.RunAt.UTC()
+	// The stores keep microseconds: the job as returned is the job as read.
+	now = now.UTC().Truncate(time.Microsecond)
+	runAt := n.RunAt.UTC().Truncate(time.Microsecond)
 	if runAt.IsZero() || runAt.Before(now) {
 		runAt = now
 	}

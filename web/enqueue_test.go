@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/queuectl/queuectl/queue"
 )
@@ -65,5 +66,28 @@ func TestEnqueueFromThePage(t *testing.T) {
 	if j.Command != "echo <b>hi</b>" || j.Queue != "mail" || j.Priority != 5 || j.MaxRetries != 1 || j.Timeout.Seconds() != 90 ||
 		j.Env["GREETING"] != "hello" || j.Env["EMPTY"] != "" || len(j.Env) != 2 || j.Dir != "/tmp" {
 		t.Errorf("stored job: %+v", j)
+	}
+}
+
+// TestEnqueueAnswersTheStoredTimes enqueues at an instant finer than the
+// stores keep (microseconds): the 201 answer shows the times a read of the
+// job shows, not the finer ones.
+func TestEnqueueAnswersTheStoredTimes(t *testing.T) {
+	for _, sk := range stores() {
+		t.Run(sk.name, func(t *testing.T) {
+			h := newHarness(t, sk.open(t), adminToken, viewerToken)
+			h.clock.Set(h.clock.Now().Add(789 * time.Nanosecond))
+			for _, body := range []string{
+				`{"id":"now","command":"true"}`,
+				`{"id":"later","command":"true","run_at":"2099-01-02T03:04:05.123456789Z"}`,
+			} {
+				added := h.enqueue(body)
+				read := decode[queue.JobJSON](t, h.must(req{path: "/api/v1/jobs/" + added.ID, token: adminToken}, http.StatusOK))
+				if !added.CreatedAt.Equal(read.CreatedAt) || !added.UpdatedAt.Equal(read.UpdatedAt) || !added.RunAt.Equal(read.RunAt) {
+					t.Errorf("%s: enqueue answered created %v updated %v run_at %v; the job reads %v %v %v", added.ID,
+						added.CreatedAt, added.UpdatedAt, added.RunAt, read.CreatedAt, read.UpdatedAt, read.RunAt)
+				}
+			}
+		})
 	}
 }
