@@ -129,7 +129,9 @@ func CheckLabels(labels map[string]string) error {
 	return nil
 }
 
-// ParseLabels reads "key=value" items (as given to --label); nil for none.
+// ParseLabels reads "key=value" items (as given to --label, or to a list's
+// filter); nil for none. More keys than a job may carry are refused: they
+// would match no job.
 func ParseLabels(items []string) (map[string]string, error) {
 	var out map[string]string
 	for _, s := range items {
@@ -144,6 +146,9 @@ func ParseLabels(items []string) (map[string]string, error) {
 			out = map[string]string{}
 		}
 		out[key] = value
+		if len(out) > MaxLabels {
+			return nil, fmt.Errorf("%w: labels: at most %d", ErrInvalid, MaxLabels)
+		}
 	}
 	return out, nil
 }
