@@ -79,6 +79,9 @@ func (n NewJob) Resolve(s Settings, now time.Time) (*Job, error) {
 	if err := CheckName("id", id); err != nil {
 		return nil, err
 	}
+	if id == "." || id == ".." { // escaped as usual, /api/v1/jobs/.. is /api/v1/
+		return nil, fmt.Errorf("%w: id %q: in a URL's path it is a dot segment, which leads elsewhere", ErrInvalid, id)
+	}
 	q := n.Queue
 	if q == "" {
 		q = DefaultQueue

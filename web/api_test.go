@@ -79,6 +79,8 @@ func TestEnqueueValidatesLikeTheCLI(t *testing.T) {
 				{`{"command":"true","run_at":"soon"}`, codeInvalidJob, "run_at"},
 				{`{"command":"true","priority":"high"}`, codeInvalidJob, "priority"},
 				{`{"command":"true","id":"bad id with spaces"}`, codeInvalidJob, "id"},
+				{`{"command":"true","id":".."}`, codeInvalidJob, "id"}, // /api/v1/jobs/.. is /api/v1/
+				{`{"command":"true","id":"."}`, codeInvalidJob, "id"},
 				{`{"command":"true","queue":"bad queue"}`, codeInvalidJob, "queue"},
 				{`{"command":"true","env":{"QUEUECTL_X":"1"}}`, codeInvalidJob, "env"},
 				{`{"command":"true","dir":"relative/dir"}`, codeInvalidJob, "dir"},
