@@ -46,6 +46,27 @@ func TestEveryEndpointNeedsAToken(t *testing.T) {
 	}
 }
 
+// TestWrongMethodIsNotAMissingEndpoint sends methods an endpoint does not
+// take: 405 with the ones it does, not 404, which says the path is wrong.
+func TestWrongMethodIsNotAMissingEndpoint(t *testing.T) {
+	h := tokens(t)
+	for _, tt := range []struct{ method, path, allow string }{
+		{"PUT", "/api/v1/jobs", "GET, HEAD, POST"},
+		{"PATCH", "/api/v1/jobs/x", "DELETE, GET, HEAD"},
+		{"GET", "/api/v1/jobs/x/cancel", "POST"},
+		{"DELETE", "/api/v1/queues/q/limits", "PUT"},
+	} {
+		rec := h.must(req{method: tt.method, path: tt.path, token: adminToken}, http.StatusMethodNotAllowed)
+		if e := errCode(t, rec); e.Code != codeMethodNotAllowed || rec.Header().Get("Allow") != tt.allow {
+			t.Errorf("%s %s: %+v, Allow %q; want %s, Allow %q", tt.method, tt.path, e, rec.Header().Get("Allow"), codeMethodNotAllowed, tt.allow)
+		}
+	}
+	if e := errCode(t, h.must(req{method: "PUT", path: "/api/v1/nope", token: adminToken}, http.StatusNotFound)); e.Code != codeNotFound {
+		t.Errorf("unknown endpoint: %+v", e)
+	}
+	h.must(req{method: "PUT", path: "/api/v1/jobs", token: "wrong"}, http.StatusUnauthorized)
+}
+
 func TestViewerMayNotAct(t *testing.T) {
 	h := tokens(t)
 	j := h.enqueue(`{"id":"a","command":"true"}`)

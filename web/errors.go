@@ -25,18 +25,19 @@ func (e *apiError) Error() string { return e.Message }
 
 // The error codes. docs/http.md lists them; they never change meaning.
 const (
-	codeUnauthorized = "unauthorized"   // 401: no valid token or session
-	codeForbidden    = "forbidden"      // 403: the role may not do this
-	codeCSRF         = "csrf_failed"    // 403: a browser request without the page's CSRF token
-	codeNotFound     = "not_found"      // 404
-	codeInvalid      = "invalid"        // 400: a parameter or body is wrong
-	codeInvalidJob   = "invalid_job"    // 400: an enqueued job is wrong; field names it
-	codeConflict     = "conflict"       // 409: not allowed in the job's state
-	codeDuplicate    = "duplicate"      // 409: the job id is taken
-	codeTooLarge     = "body_too_large" // 413
-	codeThrottled    = "throttled"      // 429: failed sign-ins from this address; wait
-	codeUnavailable  = "unavailable"    // 503: the database does not answer
-	codeInternal     = "internal"       // 500
+	codeUnauthorized     = "unauthorized"       // 401: no valid token or session
+	codeForbidden        = "forbidden"          // 403: the role may not do this
+	codeCSRF             = "csrf_failed"        // 403: a browser request without the page's CSRF token
+	codeNotFound         = "not_found"          // 404
+	codeMethodNotAllowed = "method_not_allowed" // 405: the endpoint takes other methods (Allow)
+	codeInvalid          = "invalid"            // 400: a parameter or body is wrong
+	codeInvalidJob       = "invalid_job"        // 400: an enqueued job is wrong; field names it
+	codeConflict         = "conflict"           // 409: not allowed in the job's state
+	codeDuplicate        = "duplicate"          // 409: the job id is taken
+	codeTooLarge         = "body_too_large"     // 413
+	codeThrottled        = "throttled"          // 429: failed sign-ins from this address; wait
+	codeUnavailable      = "unavailable"        // 503: the database does not answer
+	codeInternal         = "internal"           // 500
 )
 
 // unavailableError is a store failure a request reports as 503

@@ -46,12 +46,30 @@ func (s *Server) routes() http.Handler {
 	act("POST", "/api/v1/queues/{name}/pause", s.apiPauseQueue)
 	act("POST", "/api/v1/queues/{name}/resume", s.apiResumeQueue)
 	act("PUT", "/api/v1/queues/{name}/limits", s.apiQueueLimits)
-	mux.Handle("/api/", s.api(roleViewer, func(http.ResponseWriter, *http.Request) (any, error) {
+	mux.Handle("/api/", s.api(roleViewer, func(w http.ResponseWriter, r *http.Request) (any, error) {
+		if allow := allowedMethods(mux, r); allow != "" {
+			w.Header().Set("Allow", allow)
+			return nil, errorf(http.StatusMethodNotAllowed, codeMethodNotAllowed, "%s takes %s", r.URL.Path, allow)
+		}
 		return nil, errorf(http.StatusNotFound, codeNotFound, "no such endpoint")
 	}))
 
 	s.pageRoutes(mux)
 	return s.secure(mux)
+}
+
+// allowedMethods lists the methods an API endpoint at r's path takes ("" for
+// no endpoint): the catch-all /api/ pattern would otherwise answer a
+// method the endpoint does not take as a missing endpoint.
+func allowedMethods(mux *http.ServeMux, r *http.Request) string {
+	var allow []string
+	for _, m := range []string{http.MethodDelete, http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut} {
+		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host}
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/api/" {
+			allow = append(allow, m)
+		}
+	}
+	return strings.Join(allow, ", ")
 }
 
 // secure sets the headers every answer carries, bounds bodies, and (without
