@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -264,7 +265,7 @@ func (s *Store) Attempts(ctx context.Context, jobID string) ([]*queue.Attempt, e
 
 // Output implements queue.Store.
 func (s *Store) Output(ctx context.Context, jobID string, number int) (*queue.Attempt, error) {
-	if unstorable(jobID) {
+	if unstorable(jobID) || number > math.MaxInt32 { // attempts.number is an integer column
 		return nil, storekit.NoOutput(ctx, s.GetJob, jobID, number)
 	}
 	query := `SELECT ` + attemptColumns + `, output FROM job_attempts WHERE job_id = $1`

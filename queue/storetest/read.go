@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"testing"
 	"time"
@@ -32,8 +33,13 @@ func testHistoryAndOutput(t *testing.T, open Opener) {
 	if out, err := s.Output(ctx(t), "a", 1); err != nil || len(out.Output) != 0 {
 		t.Fatalf("attempt 1 output: %+v %v", out, err)
 	}
-	if _, err := s.Output(ctx(t), "a", 9); !errors.Is(err, queue.ErrNotFound) {
-		t.Fatalf("missing attempt: %v", err)
+	for _, n := range []int{9, math.MaxInt32 + 1, math.MaxInt} { // as ?attempt=N may ask
+		if _, err := s.Output(ctx(t), "a", n); !errors.Is(err, queue.ErrNotFound) {
+			t.Fatalf("missing attempt %d: %v", n, err)
+		}
+	}
+	if _, err := s.OutputAt(ctx(t), "a", math.MaxInt); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("missing place in the history: %v", err)
 	}
 	if _, err := s.Output(ctx(t), "nope", 0); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("missing job: %v", err)
