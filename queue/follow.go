@@ -34,7 +34,8 @@ type FollowParams struct {
 }
 
 // Follow writes a job's output to p.Out as it is printed: a running
-// attempt from its start, a pending job's attempt once it starts. It
+// attempt from its start, a pending job's attempt once it starts (and a
+// waiting one's, which becomes pending once its dependencies are done). It
 // returns the job as it was when following ended.
 func Follow(ctx context.Context, st Store, p FollowParams) (*Job, error) {
 	events, err := st.JobEvents(ctx)
@@ -71,7 +72,7 @@ func Follow(ctx context.Context, st Store, p FollowParams) (*Job, error) {
 			if j.State.Finished() {
 				return j, nil
 			}
-		case j.State != StatePending:
+		case j.State != StatePending && j.State != StateWaiting:
 			// Ended, or failed and waiting for its retry: the latest
 			// attempt's output, if it ran.
 			return j, writeAttempts(ctx, st, p, j.Attempts, j.Attempts)

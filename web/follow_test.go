@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,6 +106,58 @@ func TestFollowOutputOfAPendingJob(t *testing.T) {
 	if b, err := io.ReadAll(res.Body); err != nil || string(b) != "ran\n" {
 		t.Errorf("body %q, %v", b, err)
 	}
+}
+
+// A job that runs after another waits for its attempt as a pending one
+// does, rather than ending at once with no output.
+func TestFollowOutputOfAWaitingJob(t *testing.T) {
+	for _, sk := range stores() {
+		t.Run(sk.name, func(t *testing.T) {
+			st := &lookingStore{Store: sk.open(t), looked: make(chan queue.State, 100)}
+			h := newHarness(t, st, adminToken, viewerToken)
+			h.enqueue(`{"id":"build","command":"true"}`)
+			h.enqueue(`{"id":"test","command":"true","after":["build"]}`)
+			srv := httptest.NewServer(h.srv.Handler())
+			defer srv.Close()
+			res := followRequest(t, srv.URL+"/api/v1/jobs/test/output?follow=1", viewerToken)
+			defer res.Body.Close()
+			if res.StatusCode != http.StatusOK || res.Header.Get("X-Job-State") != "waiting" {
+				t.Fatalf("status %d, state %q", res.StatusCode, res.Header.Get("X-Job-State"))
+			}
+			if state := <-st.looked; state != queue.StateWaiting { // the follower saw it wait
+				t.Fatalf("the follower found the job %s", state)
+			}
+			h.runJob("build", queue.OutcomeSucceeded, "built\n")
+			h.runJob("test", queue.OutcomeSucceeded, "tested\n")
+			if b, err := io.ReadAll(res.Body); err != nil || string(b) != "tested\n" {
+				t.Errorf("body %q, %v; want the output of the attempt that ran after the wait", b, err)
+			}
+		})
+	}
+}
+
+// lookingStore reports the state of each job read once a follower has
+// subscribed to the job events, which it does before its first read.
+type lookingStore struct {
+	queue.Store
+	following atomic.Bool
+	looked    chan queue.State
+}
+
+func (s *lookingStore) JobEvents(ctx context.Context) (<-chan struct{}, error) {
+	s.following.Store(true)
+	return s.Store.JobEvents(ctx)
+}
+
+func (s *lookingStore) GetJob(ctx context.Context, id string) (*queue.Job, error) {
+	j, err := s.Store.GetJob(ctx, id)
+	if err == nil && s.following.Load() {
+		select {
+		case s.looked <- j.State:
+		default:
+		}
+	}
+	return j, err
 }
 
 // followRequest starts a follow; the test's deadline bounds it.
