@@ -131,7 +131,9 @@ func CheckLabels(labels map[string]string) error {
 
 // ParseLabels reads "key=value" items (as given to --label, or to a list's
 // filter); nil for none. More keys than a job may carry are refused: they
-// would match no job.
+// would match no job. So is a key given twice with different values: a
+// job holds one value per key, and the last one silently winning would
+// label or match what the caller did not ask for.
 func ParseLabels(items []string) (map[string]string, error) {
 	var out map[string]string
 	for _, s := range items {
@@ -144,6 +146,9 @@ func ParseLabels(items []string) (map[string]string, error) {
 		}
 		if out == nil {
 			out = map[string]string{}
+		}
+		if prev, ok := out[key]; ok && prev != value {
+			return nil, fmt.Errorf("%w: label %s given twice, as %q and %q: a job holds one value per key", ErrInvalid, key, prev, value)
 		}
 		out[key] = value
 		if len(out) > MaxLabels {
