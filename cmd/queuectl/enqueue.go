@@ -51,7 +51,7 @@ func (a *app) enqueueCmd() *cobra.Command {
 JSON fields: command (required), id, queue, priority, max_retries,
 timeout (seconds or a duration such as "90s"), run_at (RFC 3339 time, or a
 delay such as "+30s", "+5m", "+2h", "+1d"), env (object), dir, labels
-(object), after (array of job ids), unique_key, unique_for (a duration).
+(object), after (array of job ids), unique_key, unique_for (as timeout).
 A job runs in the directory enqueue was called from unless dir (--dir)
 names another; relative paths are taken from the current directory.
 Prints each new job id on its own line.`,

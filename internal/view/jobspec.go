@@ -29,7 +29,7 @@ type JobSpec struct {
 	Labels     map[string]string `json:"labels"`
 	After      []string          `json:"after"`
 	UniqueKey  string            `json:"unique_key"`
-	UniqueFor  string            `json:"unique_for"`
+	UniqueFor  json.RawMessage   `json:"unique_for"`
 }
 
 // SpecError is a job JSON that cannot be enqueued; Field names the JSON
@@ -69,15 +69,9 @@ func ParseJobJSON(b []byte, now time.Time) (queue.NewJob, error) {
 	if s.MaxRetries != nil && *s.MaxRetries < 0 {
 		return n, specErrorf("max_retries", `"max_retries" %d: must be 0 or more`, *s.MaxRetries)
 	}
-	if len(s.Timeout) > 0 && string(s.Timeout) != "null" {
-		var text string
-		if err := json.Unmarshal(s.Timeout, &text); err != nil {
-			text = string(s.Timeout) // a number of seconds
-		}
-		d, err := ParseTimeout(text)
-		if err != nil {
-			return n, specErrorf("timeout", `"timeout": %s`, err)
-		}
+	if d, ok, err := durationField(s.Timeout); err != nil {
+		return n, specErrorf("timeout", `"timeout": %s`, err)
+	} else if ok {
 		n.Timeout = &d
 	}
 	if s.RunAt != "" {
@@ -87,14 +81,29 @@ func ParseJobJSON(b []byte, now time.Time) (queue.NewJob, error) {
 		}
 		n.RunAt = t
 	}
-	if s.UniqueFor != "" {
-		d, err := ParseTimeout(s.UniqueFor)
-		if err != nil {
-			return n, specErrorf("unique_for", `"unique_for": %s`, err)
-		}
+	if string(s.UniqueFor) == `""` {
+		s.UniqueFor = nil // none, as it always was
+	}
+	if d, ok, err := durationField(s.UniqueFor); err != nil {
+		return n, specErrorf("unique_for", `"unique_for": %s`, err)
+	} else if ok {
 		n.UniqueFor = d
 	}
 	return n, nil
+}
+
+// durationField reads a duration field of a job's JSON: a string such as
+// "90s", or a number of seconds; ok is false when it is absent or null.
+func durationField(raw json.RawMessage) (d time.Duration, ok bool, err error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, false, nil
+	}
+	var text string
+	if json.Unmarshal(raw, &text) != nil {
+		text = string(raw) // a number of seconds
+	}
+	d, err = ParseTimeout(text)
+	return d, err == nil, err
 }
 
 // JSONError describes an error of decoding a JSON object without Go's
