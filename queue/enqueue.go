@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultQueue is the queue of a job that names none.
@@ -71,6 +72,9 @@ func (n NewJob) Resolve(s Settings, now time.Time) (*Job, error) {
 	}
 	if strings.ContainsRune(n.Command, 0) {
 		return nil, fmt.Errorf("%w: command contains a NUL byte", ErrInvalid)
+	}
+	if !utf8.ValidString(n.Command) { // PostgreSQL cannot store it
+		return nil, fmt.Errorf("%w: command is not valid UTF-8", ErrInvalid)
 	}
 	id := n.ID
 	if id == "" {

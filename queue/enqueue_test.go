@@ -42,6 +42,10 @@ func TestResolveRejects(t *testing.T) {
 		{"env value with NUL", queue.NewJob{Command: "true", Env: map[string]string{"A": "x\x00y"}}, "value of A"},
 		{"relative dir", queue.NewJob{Command: "true", Dir: "build"}, "dir"},
 		{"dir with NUL", queue.NewJob{Command: "true", Dir: "/tmp/a\x00"}, "dir"},
+		{"command not UTF-8", queue.NewJob{Command: "echo \xff"}, "command is not valid UTF-8"},
+		{"env name not UTF-8", queue.NewJob{Command: "true", Env: map[string]string{"A\xff": "x"}}, "not valid UTF-8"},
+		{"env value not UTF-8", queue.NewJob{Command: "true", Env: map[string]string{"A": "x\xff"}}, "the value of A is not valid UTF-8"},
+		{"dir not UTF-8", queue.NewJob{Command: "true", Dir: "/tmp/a\xff"}, "dir \"/tmp/a\\xff\" is not valid UTF-8"},
 		{"timeout below 1ms", queue.NewJob{Command: "true", Timeout: ptr(time.Microsecond)}, "timeout"},
 		{"run_at beyond 9999", queue.NewJob{Command: "true", RunAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, "run_at"},
 	}

@@ -45,7 +45,9 @@ func CheckName(what, s string) error {
 }
 
 // CheckEnv validates a job's environment: names non-empty without "=" or
-// NUL and not starting with ReservedEnvPrefix, values without NUL.
+// NUL and not starting with ReservedEnvPrefix, values without NUL, all
+// valid UTF-8 (the environment is stored as JSON, which would replace the
+// other bytes).
 func CheckEnv(env map[string]string) error {
 	keys := make([]string, 0, len(env))
 	for k := range env {
@@ -60,21 +62,28 @@ func CheckEnv(env map[string]string) error {
 			return fmt.Errorf("%w: env: variable name %q contains \"=\" or NUL", ErrInvalid, k)
 		case strings.HasPrefix(k, ReservedEnvPrefix):
 			return fmt.Errorf("%w: env: variable %s: names starting with %s are reserved for queuectl", ErrInvalid, k, ReservedEnvPrefix)
+		case !utf8.ValidString(k):
+			return fmt.Errorf("%w: env: variable name %q is not valid UTF-8", ErrInvalid, k)
 		case strings.ContainsRune(env[k], 0):
 			return fmt.Errorf("%w: env: the value of %s contains NUL", ErrInvalid, k)
+		case !utf8.ValidString(env[k]):
+			return fmt.Errorf("%w: env: the value of %s is not valid UTF-8", ErrInvalid, k)
 		}
 	}
 	return nil
 }
 
 // CheckDir validates a job's working directory: "" (inherit) or an
-// absolute path without NUL. Whether it exists is checked when the job runs.
+// absolute path of valid UTF-8 (PostgreSQL cannot store other text) without
+// NUL. Whether it exists is checked when the job runs.
 func CheckDir(dir string) error {
 	switch {
 	case dir == "":
 		return nil
 	case strings.ContainsRune(dir, 0):
 		return fmt.Errorf("%w: dir contains NUL", ErrInvalid)
+	case !utf8.ValidString(dir):
+		return fmt.Errorf("%w: dir %q is not valid UTF-8", ErrInvalid, dir)
 	case !filepath.IsAbs(dir):
 		return fmt.Errorf("%w: dir %q is not an absolute path", ErrInvalid, dir)
 	}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestE2EHostileInputSameOnBothStores runs the same bad input against
+// SQLite and PostgreSQL: each is refused with the same exit code and a
+// one-line error naming what was wrong, and changes nothing stored.
+func TestE2EHostileInputSameOnBothStores(t *testing.T) {
+	onBothStores(t, func(t *testing.T, q, _ qctl) {
+		q.ok("enqueue", "--id", "keep", "--command", "true", "--queue", "idle")
+		before := q.ok("list", "--json", "--limit", "0")
+		notUTF8Dir := filepath.Join(t.TempDir(), "d\xff")
+		if err := os.Mkdir(notUTF8Dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			args     []string
+			code     int
+			mentions string
+		}{
+			// Text PostgreSQL cannot store is refused by both stores alike.
+			{[]string{"enqueue", "--command", "echo \xff"}, 2, "command is not valid UTF-8"},
+			{[]string{"enqueue", "--command", "true", "--env", "A=\xff"}, 2, "the value of A is not valid UTF-8"},
+			{[]string{"enqueue", "--command", "true", "--dir", notUTF8Dir}, 2, "not valid UTF-8"},
+			// No job has an id that is not UTF-8: it is not found, as any other.
+			{[]string{"show", "a\xffb"}, 1, "not found"},
+			{[]string{"cancel", "a\xffb"}, 1, "not found"},
+			{[]string{"retry", "a\xffb", "keep"}, 1, "not found"},
+			{[]string{"output", "a\xffb"}, 1, "not found"},
+			{[]string{"dlq", "retry", "a\xffb"}, 1, "not found"},
+			{[]string{"wait", "a\xffb"}, 2, "not found"},
+		} {
+			out, errOut, code := q.run(tc.args...)
+			if code != tc.code || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, tc.mentions) {
+				t.Errorf("queuectl %q: exit %d, stdout %q, stderr %q; want exit %d and one line mentioning %q",
+					tc.args, code, out, errOut, tc.code, tc.mentions)
+			}
+		}
+		if after := q.ok("list", "--json", "--limit", "0"); after != before {
+			t.Errorf("refused commands changed the jobs:\nbefore %s\nafter  %s", before, after)
+		}
+		if out := q.ok("list", "--queue", "a\xffb"); strings.Count(out, "\n") != 1 {
+			t.Errorf("list --queue with a name that is not UTF-8 = %q; want the header only", out)
+		}
+	})
+}
