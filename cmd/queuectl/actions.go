@@ -21,6 +21,9 @@ func (a *app) dlqCmd() *cobra.Command {
 		Short: "List dead jobs",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return usagef("dlq list: --limit %d: must be 0 (no limit) or more", limit)
+			}
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 				jobs, err := st.ListJobs(ctx, queue.ListParams{States: []queue.State{queue.StateDead}, Limit: limit})
 				if err != nil {
@@ -106,6 +109,10 @@ its worker stops the command's process group, and this command waits until
 the job is cancelled (or has finished first).`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Checked before the cancel is stored: bad input changes nothing.
+			if wait < 0 {
+				return usagef("cancel: --wait %s: must not be negative", flagDuration(wait))
+			}
 			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 				was, err := st.CancelJob(ctx, args[0], a.now())
 				if err != nil {

@@ -34,6 +34,9 @@ func TestE2EHostileInputSameOnBothStores(t *testing.T) {
 			{[]string{"output", "a\xffb"}, 1, "not found"},
 			{[]string{"dlq", "retry", "a\xffb"}, 1, "not found"},
 			{[]string{"wait", "a\xffb"}, 2, "not found"},
+			// A bad flag value is refused before anything is stored.
+			{[]string{"cancel", "keep", "--wait", "-1s"}, 2, "--wait -1s: must not be negative"},
+			{[]string{"dlq", "list", "--limit", "-1"}, 2, "--limit -1"},
 		} {
 			out, errOut, code := q.run(tc.args...)
 			if code != tc.code || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, tc.mentions) {
