@@ -177,11 +177,8 @@ the same continuously (docs/operations.md).`,
 			p := queue.DeleteParams{Before: a.now().Add(-d), States: []queue.State{queue.StateCompleted, queue.StateCancelled}, DryRun: dryRun}
 			if state != "" {
 				s, err := queue.ParseState(state)
-				if err != nil {
-					return err
-				}
-				if !s.Finished() {
-					return usagef("--state %s: only finished jobs can be deleted (completed, dead, cancelled)", s)
+				if err != nil || !s.Finished() {
+					return usagef("cleanup: --state %q: only finished jobs can be deleted (completed, dead, cancelled)", state)
 				}
 				p.States = []queue.State{s}
 			}

@@ -275,6 +275,9 @@ func (a *app) openJobFile(path string, once bool) (first io.Reader, again func()
 		f = nil
 	} else if f, err = os.Open(path); err != nil {
 		return nil, nil, nil, usageError{fmt.Errorf("enqueue: %w", err)}
+	} else if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		f.Close()
+		return nil, nil, nil, usagef("enqueue: --file %s is a directory, not a file of jobs", path)
 	}
 	var in io.Reader = a.stdin
 	closeIn := func() {}

@@ -37,6 +37,10 @@ func TestE2EHostileInputSameOnBothStores(t *testing.T) {
 			// A bad flag value is refused before anything is stored.
 			{[]string{"cancel", "keep", "--wait", "-1s"}, 2, "--wait -1s: must not be negative"},
 			{[]string{"dlq", "list", "--limit", "-1"}, 2, "--limit -1"},
+			{[]string{"worker", "start", "--count", "100000"}, 2, "--count 100000: must be from 1 to 1000"},
+			{[]string{"enqueue", "--file", notUTF8Dir}, 2, "is a directory"},
+			{[]string{"cleanup", "--older-than", "0", "--state", "bogus"}, 2, `cleanup: --state "bogus"`},
+			{[]string{"cleanup", "--older-than", "0", "--state", "pending"}, 2, "only finished jobs"},
 		} {
 			out, errOut, code := q.run(tc.args...)
 			if code != tc.code || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, tc.mentions) {
@@ -46,6 +50,9 @@ func TestE2EHostileInputSameOnBothStores(t *testing.T) {
 		}
 		if after := q.ok("list", "--json", "--limit", "0"); after != before {
 			t.Errorf("refused commands changed the jobs:\nbefore %s\nafter  %s", before, after)
+		}
+		if out := q.ok("worker", "list", "--json"); strings.TrimSpace(out) != "[]" {
+			t.Errorf("refused commands started workers: %s", out)
 		}
 		if out := q.ok("list", "--queue", "a\xffb"); strings.Count(out, "\n") != 1 {
 			t.Errorf("list --queue with a name that is not UTF-8 = %q; want the header only", out)

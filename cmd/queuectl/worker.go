@@ -228,6 +228,11 @@ func (a *app) runWorker(ctx context.Context, o *workerOptions) error {
 // maxConcurrency bounds --concurrency: each slot may hold a shell.
 const maxConcurrency = 1000
 
+// maxCount bounds --count: each worker is a process with its own
+// connections to the database, and a mistyped count would otherwise start
+// them until the host or the database runs out.
+const maxCount = 1000
+
 func (a *app) workerStartCmd() *cobra.Command {
 	var o workerOptions
 	var count int
@@ -245,8 +250,8 @@ attached: Ctrl-C stops them gracefully, a second Ctrl-C stops running jobs
 and puts them back in the queue.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if count < 1 {
-				return usagef("--count %d: must be at least 1", count)
+			if count < 1 || count > maxCount {
+				return usagef("--count %d: must be from 1 to %d", count, maxCount)
 			}
 			if o.slots < 1 || o.slots > maxConcurrency {
 				return usagef("--concurrency %d: must be from 1 to %d", o.slots, maxConcurrency)
@@ -271,7 +276,7 @@ and puts them back in the queue.`,
 		},
 	}
 	o.flags(cmd)
-	cmd.Flags().IntVarP(&count, "count", "n", 1, "number of worker processes")
+	cmd.Flags().IntVarP(&count, "count", "n", 1, "number of worker processes, 1 to 1000")
 	cmd.Flags().IntVar(&o.slots, "concurrency", 1, "jobs each worker process runs at once")
 	cmd.Flags().BoolVar(&foreground, "foreground", false, "stay attached instead of detaching")
 	return cmd
