@@ -23,6 +23,9 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 		if err != nil || len(ids) == 0 {
 			return err
 		}
+		if err := checkRetryKeys(ctx, tx, ids); err != nil {
+			return err
+		}
 		moved = ids
 		// The rows are locked: read what the lifecycle needs, write what it decides.
 		rows, err := tx.Query(ctx, `SELECT id, state, attempts FROM jobs WHERE id = ANY($1)`, ids)
@@ -64,6 +67,26 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 		s.wake.broadcast()
 	}
 	return moved, nil
+}
+
+// checkRetryKeys refuses a retry of the dead jobs among ids that would
+// give a unique key a second unfinished job (jobs_unique_key would refuse
+// it with a bare constraint error), naming the job, the key and the other.
+func checkRetryKeys(ctx context.Context, tx pgx.Tx, ids []string) error {
+	var id, key, other string
+	var both bool
+	err := tx.QueryRow(ctx, `SELECT r.id, r.unique_key, h.id, h.id = ANY($1)
+		FROM jobs r JOIN jobs h ON h.unique_key = r.unique_key AND h.id <> r.id
+		WHERE r.id = ANY($1) AND r.state = 'dead'
+			AND (h.state NOT IN ('completed', 'dead', 'cancelled') OR (h.state = 'dead' AND h.id = ANY($1)))
+		ORDER BY r.id, h.id LIMIT 1`, ids).Scan(&id, &key, &other, &both)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return storekit.KeyTaken(id, key, other, both)
 }
 
 // moveFinalAttempts copies the final attempts kept on the rows of the jobs

@@ -22,6 +22,9 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 		if err != nil {
 			return err
 		}
+		if err := checkRetryKeys(ctx, tx, ids); err != nil {
+			return err
+		}
 		for _, id := range ids {
 			var q, state string
 			var attempts int
@@ -53,6 +56,33 @@ func (s *Store) RetryJobs(ctx context.Context, p queue.RetryParams) ([]string, e
 		s.wake.notify()
 	}
 	return moved, nil
+}
+
+// checkRetryKeys refuses a retry of the dead jobs among ids that would
+// give a unique key a second unfinished job (jobs_unique_key would refuse
+// it with a bare constraint error), naming the job, the key and the other.
+func checkRetryKeys(ctx context.Context, tx *sql.Tx, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	var id, key, other string
+	var both bool
+	err = tx.QueryRowContext(ctx, `SELECT r.id, r.unique_key, h.id, h.id IN (SELECT value FROM json_each(?1))
+		FROM jobs r JOIN jobs h ON h.unique_key = r.unique_key AND h.id <> r.id
+		WHERE r.id IN (SELECT value FROM json_each(?1)) AND r.state = 'dead'
+			AND (h.state NOT IN ('completed', 'dead', 'cancelled') OR (h.state = 'dead' AND h.id IN (SELECT value FROM json_each(?1))))
+		ORDER BY r.id, h.id LIMIT 1`, string(list)).Scan(&id, &key, &other, &both)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return storekit.KeyTaken(id, key, other, both)
 }
 
 // moveFinalAttempt copies the final attempt kept on job ?1's row (finish.go)

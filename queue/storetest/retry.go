@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +79,38 @@ func testCancelWinsOverRetry(t *testing.T, open Opener) {
 	finish(t, s, j, "w", failed(t0), t0)
 	if got := get(t, s, "c"); got.State != queue.StateCancelled || got.CancelRequested {
 		t.Fatalf("a cancelled job that failed: state %s cancel_requested %v, want cancelled", got.State, got.CancelRequested)
+	}
+}
+
+// testRetryKeyTaken checks that a retry that would give a unique key a
+// second unfinished job is refused as a conflict naming the job, the key
+// and the other job, on every store alike, and changes nothing.
+func testRetryKeyTaken(t *testing.T, open Opener) {
+	s := open(t)
+	for _, id := range []string{"old", "twin"} {
+		insert(t, s, job(t, id, func(n *queue.NewJob) { n.MaxRetries = ptr(0); n.Queue = id; n.UniqueKey = "k" }))
+		finish(t, s, claim(t, s, "w", 1, t0, id)[0], "w", failed(t0), t0)
+	}
+	// Two dead jobs with one key: retrying both would leave two unfinished.
+	_, err := s.RetryJobs(ctx(t), queue.RetryParams{IDs: []string{"old", "twin"}, Now: t0})
+	if !errors.Is(err, queue.ErrConflict) || !strings.Contains(err.Error(), `"old"`) || !strings.Contains(err.Error(), `"twin"`) ||
+		!strings.Contains(err.Error(), `unique key "k"`) {
+		t.Fatalf("retrying two dead jobs of one key: want ErrConflict naming both and the key, got %v", err)
+	}
+	if _, err := s.RetryJobs(ctx(t), queue.RetryParams{AllDead: true, Now: t0}); !errors.Is(err, queue.ErrConflict) {
+		t.Fatalf("retrying every dead job: want ErrConflict, got %v", err)
+	}
+	if get(t, s, "old").State != queue.StateDead || get(t, s, "twin").State != queue.StateDead {
+		t.Fatal("a refused retry changed a job")
+	}
+	// A new job takes the key: retrying a dead one names it.
+	insert(t, s, job(t, "new", func(n *queue.NewJob) { n.UniqueKey = "k" }))
+	_, err = s.RetryJobs(ctx(t), queue.RetryParams{IDs: []string{"twin"}, Now: t0})
+	if !errors.Is(err, queue.ErrConflict) || !strings.Contains(err.Error(), `job "twin" is dead`) ||
+		!strings.Contains(err.Error(), `unique key "k" is held by job "new"`) {
+		t.Fatalf("retrying a dead job whose key a job holds: want ErrConflict naming the holder, got %v", err)
+	}
+	if get(t, s, "twin").State != queue.StateDead {
+		t.Fatal("a refused retry changed the job")
 	}
 }

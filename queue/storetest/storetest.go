@@ -46,6 +46,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"FinishAndClaimLimited", testFinishAndClaimLimited},
 		{"RetrySchedulingAndDeadLetter", testRetryAndDead},
 		{"RetryJobs", testRetryJobs},
+		{"RetryKeyTaken", testRetryKeyTaken},
 		{"LeaseExpiryRescue", testLeaseRescue},
 		{"Heartbeat", testHeartbeat},
 		{"Cancel", testCancel},
