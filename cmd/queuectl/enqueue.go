@@ -89,6 +89,9 @@ Prints each new job id on its own line.`,
 var flagFormOnly = []string{"id", "queue", "priority", "max-retries", "timeout", "run-at", "dir", "env", "env-file", "label",
 	"after", "unique-key", "unique-for"}
 
+// emptyRefused are the flags of --command whose empty value is refused.
+var emptyRefused = []string{"id", "queue", "timeout", "run-at", "dir", "env-file", "unique-key", "unique-for"}
+
 func (a *app) runEnqueue(cmd *cobra.Command, args []string, o *enqueueOptions) error {
 	now := a.now()
 	flagForm := cmd.Flags().Changed("command")
@@ -172,6 +175,14 @@ func (a *app) runEnqueue(cmd *cobra.Command, args []string, o *enqueueOptions) e
 
 func (o *enqueueOptions) newJob(cmd *cobra.Command, now time.Time) (queue.NewJob, error) {
 	n := queue.NewJob{ID: o.id, Queue: o.queue, Command: o.command, Priority: o.priority}
+	// A flag given an empty value is a mistake, most often a variable that
+	// is not set ("--unique-key $KEY"). Taken as unset it would silently
+	// drop the deduplication, pick the default queue or a generated id.
+	for _, name := range emptyRefused {
+		if f := cmd.Flags().Lookup(name); f.Changed && f.Value.String() == "" {
+			return n, fmt.Errorf("--%s is empty: give a value or leave the flag out", name)
+		}
+	}
 	if cmd.Flags().Changed("max-retries") {
 		if o.maxRetries < 0 {
 			return n, fmt.Errorf("--max-retries %d: must be 0 or more", o.maxRetries)

@@ -35,6 +35,10 @@ func TestE2EHostileInputSameOnBothStores(t *testing.T) {
 			{[]string{"dlq", "retry", "a\xffb"}, 1, "not found"},
 			{[]string{"wait", "a\xffb"}, 2, "not found"},
 			// A bad flag value is refused before anything is stored.
+			{[]string{"enqueue", "--command", "true", "--unique-key", ""}, 2, "--unique-key is empty"},
+			{[]string{"enqueue", "--command", "true", "--queue", ""}, 2, "--queue is empty"},
+			{[]string{"enqueue", "--command", "true", "--id", ""}, 2, "--id is empty"},
+			{[]string{"enqueue", "--command", "true", "--run-at", ""}, 2, "--run-at is empty"},
 			{[]string{"cancel", "keep", "--wait", "-1s"}, 2, "--wait -1s: must not be negative"},
 			{[]string{"dlq", "list", "--limit", "-1"}, 2, "--limit -1"},
 			{[]string{"worker", "start", "--count", "100000"}, 2, "--count 100000: must be from 1 to 1000"},
