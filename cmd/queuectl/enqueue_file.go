@@ -226,19 +226,26 @@ func (c *chunk) reset() *chunk {
 // stored or earlier in the file (both bad input). For a taken id it looks
 // from the chunk's newest job (of two jobs with one id, the later is the
 // one that found it taken), for a bad after from its oldest (the error
-// names the job, then the job it is after).
+// names the job, then the job it is after). An error about one job
+// (queue.JobError) names it alone: the job it is after may be in the chunk
+// too, not added because its unique key is held.
 func chunkError(path string, err error, c *chunk) error {
 	dup := errors.Is(err, queue.ErrDuplicate)
 	if !dup && !errors.Is(err, queue.ErrInvalid) {
 		return fmt.Errorf("enqueue: %w", err)
 	}
 	msg := err.Error()
+	var je *queue.JobError
+	named := func(id string) bool { return strings.Contains(msg, strconv.Quote(id)) }
+	if errors.As(err, &je) {
+		named = func(id string) bool { return id == je.ID }
+	}
 	for k := range c.jobs {
 		i := k
 		if dup {
 			i = len(c.jobs) - 1 - k
 		}
-		if !strings.Contains(msg, strconv.Quote(c.jobs[i].ID)) {
+		if !named(c.jobs[i].ID) {
 			continue
 		}
 		if dup {

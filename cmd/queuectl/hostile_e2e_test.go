@@ -63,3 +63,23 @@ func TestE2EHostileInputSameOnBothStores(t *testing.T) {
 		}
 	})
 }
+
+// TestE2EEnqueueFileAfterNamesTheRightLine: a file job after an earlier
+// one that was not added (its unique key is held) is refused naming the
+// line of the job that is after it, not the line of the job it names.
+func TestE2EEnqueueFileAfterNamesTheRightLine(t *testing.T) {
+	onBothStores(t, func(t *testing.T, q, _ qctl) {
+		q.ok("enqueue", "--id", "holder", "--command", "true", "--unique-key", "k")
+		path := filepath.Join(t.TempDir(), "jobs.jsonl")
+		writeFile(t, path, `{"id":"first","command":"true","unique_key":"k"}
+{"id":"second","command":"true","after":["first"]}
+`)
+		out, errOut, code := q.run("enqueue", "--file", path)
+		if code != 2 || out != "" || !strings.Contains(errOut, "line 2: ") || !strings.Contains(errOut, `job "second"`) {
+			t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 naming line 2 and job second", code, out, errOut)
+		}
+		if _, _, code := q.run("show", "second"); code != 1 {
+			t.Fatalf("show second: exit %d; a refused file stored it", code)
+		}
+	})
+}
