@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,12 @@ func testLiveOutput(t *testing.T, open Opener) {
 		t.Fatalf("live output of a pending job: %v, want ErrNotFound", err)
 	}
 	j := claim(t, s, "w1", 1, t0)[0]
+	// The running attempt has no recorded output yet: the error says it runs.
+	for _, n := range []int{0, j.Attempts} {
+		if _, err := other.Output(ctx(t), "a", n); !errors.Is(err, queue.ErrNotFound) || !strings.Contains(err.Error(), "attempt 1 is running") {
+			t.Fatalf("output %d of a running job: %v, want ErrNotFound saying attempt 1 is running", n, err)
+		}
+	}
 	save := func(worker string, attempt int, out []byte, written int64) {
 		t.Helper()
 		err := s.SaveLiveOutput(ctx(t), queue.LiveOutput{JobID: "a", Worker: worker, Attempt: attempt, Output: out,

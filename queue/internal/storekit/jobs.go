@@ -48,8 +48,14 @@ func Cancel(ctx context.Context, tx CancelTx, id string, now time.Time) (queue.S
 // job does not exist (getJob's error), it has no attempt number (when
 // number > 0), or none of its attempts has finished yet.
 func NoOutput(ctx context.Context, getJob func(context.Context, string) (*queue.Job, error), id string, number int) error {
-	if _, err := getJob(ctx, id); err != nil {
+	j, err := getJob(ctx, id)
+	if err != nil {
 		return err
+	}
+	if j.State == queue.StateProcessing && (number == 0 || number == j.Attempts) {
+		// Its output is recorded when it ends; until then it is followed.
+		return fmt.Errorf("job %q attempt %d is running, its output is recorded when it ends (output -f follows it): %w",
+			id, j.Attempts, queue.ErrNotFound)
 	}
 	if number > 0 {
 		return fmt.Errorf("job %q attempt %d: %w", id, number, queue.ErrNotFound)
