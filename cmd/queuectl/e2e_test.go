@@ -926,6 +926,10 @@ func TestE2EWorkerStopAllHosts(t *testing.T) {
 	if len(ws) != 0 {
 		t.Fatalf("workers still registered: %v", ws)
 	}
+	// Nothing left anywhere: it says so, not "on this host".
+	if out := c.ok("worker", "stop", "--all-hosts"); out != "no workers running on any host\n" {
+		t.Fatalf("worker stop --all-hosts with no workers printed %q", out)
+	}
 }
 
 func TestE2EJobFieldsCannotRewriteTheTerminal(t *testing.T) {

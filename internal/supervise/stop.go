@@ -61,7 +61,11 @@ func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 		fmt.Fprintf(p.Stderr, "leaving %d queuectl run service(s) running: stop a service with SIGTERM or its service manager\n", services)
 	}
 	if len(local) == 0 && len(remote) == 0 {
-		fmt.Fprintln(p.Stdout, "no workers running on this host")
+		where := "on this host"
+		if allHosts {
+			where = "on any host"
+		}
+		fmt.Fprintln(p.Stdout, "no workers running", where)
 		return nil
 	}
 	// Local workers get a signal, not the store's stop request, so that they
