@@ -76,6 +76,9 @@ func (n NewJob) Resolve(s Settings, now time.Time) (*Job, error) {
 	if !utf8.ValidString(n.Command) { // PostgreSQL cannot store it
 		return nil, fmt.Errorf("%w: command is not valid UTF-8", ErrInvalid)
 	}
+	if len(n.Command) > MaxArgLen { // sh -c could not be started with it
+		return nil, fmt.Errorf("%w: command is %d bytes, over the %d a process can be given", ErrInvalid, len(n.Command), MaxArgLen)
+	}
 	id := n.ID
 	if id == "" {
 		id = NewID()

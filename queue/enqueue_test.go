@@ -42,6 +42,8 @@ func TestResolveRejects(t *testing.T) {
 		{"env value with NUL", queue.NewJob{Command: "true", Env: map[string]string{"A": "x\x00y"}}, "value of A"},
 		{"relative dir", queue.NewJob{Command: "true", Dir: "build"}, "dir"},
 		{"dir with NUL", queue.NewJob{Command: "true", Dir: "/tmp/a\x00"}, "dir"},
+		{"command too long to start", queue.NewJob{Command: "echo " + strings.Repeat("x", 128<<10)}, "command is 131077 bytes, over the 131071"},
+		{"env entry too long to start", queue.NewJob{Command: "true", Env: map[string]string{"A": strings.Repeat("x", 128<<10)}}, "env: A=… is 131074 bytes"},
 		{"command not UTF-8", queue.NewJob{Command: "echo \xff"}, "command is not valid UTF-8"},
 		{"env name not UTF-8", queue.NewJob{Command: "true", Env: map[string]string{"A\xff": "x"}}, "not valid UTF-8"},
 		{"env value not UTF-8", queue.NewJob{Command: "true", Env: map[string]string{"A": "x\xff"}}, "the value of A is not valid UTF-8"},

@@ -15,6 +15,13 @@ import (
 // processes of a killed worker by them, so a job may not set any of its own.
 const ReservedEnvPrefix = "QUEUECTL_"
 
+// MaxArgLen is the longest command, and the longest NAME=value of a job's
+// env, that can reach the job: Linux refuses to start a process given a
+// longer single argument or variable (MAX_ARG_STRLEN, 128 KiB with its
+// NUL), so a longer one would fail every attempt with "argument list too
+// long".
+const MaxArgLen = 128<<10 - 1
+
 // MinTimeout is the shortest timeout a job may have; 0 means none.
 const MinTimeout = time.Millisecond
 
@@ -68,6 +75,8 @@ func CheckEnv(env map[string]string) error {
 			return fmt.Errorf("%w: env: the value of %s contains NUL", ErrInvalid, k)
 		case !utf8.ValidString(env[k]):
 			return fmt.Errorf("%w: env: the value of %s is not valid UTF-8", ErrInvalid, k)
+		case len(k)+1+len(env[k]) > MaxArgLen:
+			return fmt.Errorf("%w: env: %s=… is %d bytes, over the %d a process can be given", ErrInvalid, k, len(k)+1+len(env[k]), MaxArgLen)
 		}
 	}
 	return nil

@@ -14,6 +14,10 @@ func TestE2EHostileInputSameOnBothStores(t *testing.T) {
 	onBothStores(t, func(t *testing.T, q, _ qctl) {
 		q.ok("enqueue", "--id", "keep", "--command", "true", "--queue", "idle")
 		before := q.ok("list", "--json", "--limit", "0")
+		// A command no process can be started with (Linux: one argument
+		// of 128 KiB at most) would fail every attempt: refused up front.
+		tooLong := filepath.Join(t.TempDir(), "long.jsonl")
+		writeFile(t, tooLong, `{"command":"echo `+strings.Repeat("x", 128<<10)+`"}`+"\n")
 		notUTF8Dir := filepath.Join(t.TempDir(), "d\xff")
 		if err := os.Mkdir(notUTF8Dir, 0o700); err != nil {
 			t.Fatal(err)
@@ -27,6 +31,7 @@ func TestE2EHostileInputSameOnBothStores(t *testing.T) {
 			{[]string{"enqueue", "--command", "echo \xff"}, 2, "command is not valid UTF-8"},
 			{[]string{"enqueue", "--command", "true", "--env", "A=\xff"}, 2, "the value of A is not valid UTF-8"},
 			{[]string{"enqueue", "--command", "true", "--dir", notUTF8Dir}, 2, "not valid UTF-8"},
+			{[]string{"enqueue", "--file", tooLong}, 2, "line 1: invalid: command is 131077 bytes, over the 131071"},
 			// No job has an id that is not UTF-8: it is not found, as any other.
 			{[]string{"show", "a\xffb"}, 1, "not found"},
 			{[]string{"cancel", "a\xffb"}, 1, "not found"},
