@@ -71,7 +71,7 @@ Prints each new job id on its own line.`,
 	f.StringVar(&o.queue, "queue", "", "queue name (default \"default\")")
 	f.IntVar(&o.priority, "priority", 0, "priority; higher runs first")
 	f.IntVar(&o.maxRetries, "max-retries", 0, "retries after the first attempt (default: the queue's or config max-retries)")
-	f.StringVar(&o.timeout, "timeout", "", "timeout, seconds or a duration such as 90s (default: config timeout)")
+	f.StringVar(&o.timeout, "timeout", "", "timeout, seconds or a duration such as 90s, or none (default: config timeout)")
 	f.StringVar(&o.runAt, "run-at", "", "when to run: RFC 3339 time or a delay such as +30s")
 	f.BoolVar(&o.wait, "wait", false, "wait for the job, print its output and exit with its exit code (the id goes to stderr)")
 	f.BoolVar(&o.follow, "follow", false, "with --wait: print the output live, attempt by attempt")

@@ -153,9 +153,13 @@ func jsonKind(t reflect.Type) string {
 	return "another type"
 }
 
-// ParseTimeout parses a job timeout: seconds or a duration such as 90s.
-// A negative one is a duration all the same, and is refused as negative.
+// ParseTimeout parses a job timeout: seconds or a duration such as 90s,
+// or "none" (0), as config set and show write it. A negative one is a
+// duration all the same, and is refused as negative.
 func ParseTimeout(s string) (time.Duration, error) {
+	if strings.TrimSpace(s) == "none" {
+		return 0, nil
+	}
 	if d, err := queue.ParseDuration(s); err == nil {
 		return d, nil
 	}

@@ -19,6 +19,8 @@ func TestJobJSONDurations(t *testing.T) {
 		{in: `{"command":"x","timeout":"90s"}`, timeout: 90 * time.Second, timeoutSet: true},
 		{in: `{"command":"x","timeout":1.5}`, timeout: 1500 * time.Millisecond, timeoutSet: true},
 		{in: `{"command":"x","timeout":null}`},
+		{in: `{"command":"x","timeout":"none"}`, timeout: 0, timeoutSet: true},
+		{in: `{"command":"x","timeout":0}`, timeout: 0, timeoutSet: true},
 		{in: `{"command":"x","unique_key":"k","unique_for":"1h"}`, unique: time.Hour},
 		{in: `{"command":"x","unique_key":"k","unique_for":3600}`, unique: time.Hour},
 		{in: `{"command":"x","unique_key":"k","unique_for":""}`},
