@@ -14,8 +14,9 @@ type Processes interface {
 	StartTime(pid int) (uint64, error)
 	// Alive reports whether the process pid with start token start still runs.
 	Alive(pid int, start uint64) bool
-	// KillByEnv kills every process whose environment holds all entries,
-	// with the process groups they lead, and reports how many it killed.
+	// KillByEnv kills every process whose environment holds all entries
+	// ("KEY=VALUE"; "KEY?=VALUE" also holds without KEY), with the process
+	// groups they lead, and reports how many it killed.
 	KillByEnv(entries ...string) (int, error)
 }
 

@@ -149,7 +149,9 @@ func (r *rescuer) now(ctx context.Context) (time.Time, error) {
 // (setsid). The worker tells the attempt from one of a job of the same id
 // and number in another database served on the host.
 func killLeftovers(procs Processes, log zerolog.Logger, j *Job, what string) {
-	n, err := procs.KillByEnv("QUEUECTL_JOB_ID="+j.ID, "QUEUECTL_ATTEMPT="+strconv.Itoa(j.Attempts), "QUEUECTL_WORKER="+j.Worker)
+	// An attempt started by a worker older than QUEUECTL_WORKER does not
+	// carry it: its processes are matched by job and attempt alone.
+	n, err := procs.KillByEnv("QUEUECTL_JOB_ID="+j.ID, "QUEUECTL_ATTEMPT="+strconv.Itoa(j.Attempts), "QUEUECTL_WORKER?="+j.Worker)
 	if err != nil {
 		log.Warn().Err(err).Str("job_id", j.ID).Msg("kill leftover processes of " + what)
 	} else if n > 0 {

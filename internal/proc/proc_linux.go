@@ -188,10 +188,13 @@ func parseStat(b []byte) (stat, error) {
 
 // KillByEnv kills (SIGKILL) every process, other than this one, whose
 // environment holds all the given "KEY=VALUE" entries, and the process group
-// of each such process that leads its group. It finds the leftovers of a lost
-// job attempt by the variables its worker gave it, including processes that
-// left the job's process group. It returns how many processes matched.
-// Processes whose environment cannot be read (another user's) are skipped.
+// of each such process that leads its group. An entry "KEY?=VALUE" holds
+// when the environment has KEY=VALUE or no KEY at all (a variable that
+// processes started by an older worker do not carry). It finds the
+// leftovers of a lost job attempt by the variables its worker gave it,
+// including processes that left the job's process group. It returns how
+// many processes matched. Processes whose environment cannot be read
+// (another user's) are skipped.
 func KillByEnv(entries ...string) (int, error) {
 	if len(entries) == 0 {
 		return 0, errors.New("kill by environment: no entries")
@@ -230,17 +233,25 @@ func KillByEnv(entries ...string) (int, error) {
 }
 
 // hasAll reports whether the NUL-separated environment block env holds
-// every entry exactly.
+// every entry: exactly, or for "KEY?=VALUE" as KEY=VALUE or without KEY.
 func hasAll(env []byte, entries []string) bool {
+	vars := bytes.Split(env, []byte{0})
 	for _, e := range entries {
-		found := false
-		for _, kv := range bytes.Split(env, []byte{0}) {
+		// The marker is the first "=" (values may hold "?=" themselves).
+		key, value, _ := strings.Cut(e, "=")
+		key, optional := strings.CutSuffix(key, "?")
+		if optional {
+			e = key + "=" + value
+		}
+		found, keyFound := false, false
+		for _, kv := range vars {
 			if string(kv) == e {
 				found = true
 				break
 			}
+			keyFound = keyFound || optional && bytes.HasPrefix(kv, []byte(key+"="))
 		}
-		if !found {
+		if !found && (!optional || keyFound) {
 			return false
 		}
 	}

@@ -210,6 +210,28 @@ func TestKillByEnv(t *testing.T) {
 	}
 }
 
+func TestHasAll(t *testing.T) {
+	env := []byte("QUEUECTL_JOB_ID=a?=b\x00QUEUECTL_ATTEMPT=1\x00QUEUECTL_WORKER=w1\x00")
+	old := []byte("QUEUECTL_JOB_ID=a?=b\x00QUEUECTL_ATTEMPT=1\x00")
+	for _, tc := range []struct {
+		env     []byte
+		entries []string
+		want    bool
+	}{
+		{env, []string{"QUEUECTL_JOB_ID=a?=b", "QUEUECTL_ATTEMPT=1"}, true},
+		{env, []string{"QUEUECTL_JOB_ID=a", "QUEUECTL_ATTEMPT=1"}, false},
+		{env, []string{"QUEUECTL_JOB_ID=a?=b", "QUEUECTL_WORKER?=w1"}, true},
+		{env, []string{"QUEUECTL_JOB_ID=a?=b", "QUEUECTL_WORKER?=w2"}, false}, // another worker's
+		{old, []string{"QUEUECTL_JOB_ID=a?=b", "QUEUECTL_WORKER?=w2"}, true},  // no worker variable: an older worker's
+		{old, []string{"QUEUECTL_JOB_ID=a?=b", "QUEUECTL_WORKER=w2"}, false},
+		{env, []string{"QUEUECTL_WORKER?="}, false},
+	} {
+		if got := hasAll(tc.env, tc.entries); got != tc.want {
+			t.Errorf("hasAll(%q, %q) = %v, want %v", tc.env, tc.entries, got, tc.want)
+		}
+	}
+}
+
 // countEnv counts live processes whose environment holds entry.
 func countEnv(t *testing.T, entry string) int {
 	t.Helper()
