@@ -106,7 +106,8 @@ func (a *app) cancelCmd() *cobra.Command {
 		Short: "Cancel a pending, failed or running job",
 		Long: `Cancel a job. A pending or failed job is cancelled at once; for a running job
 its worker stops the command's process group, and this command waits until
-the job is cancelled (or has finished first).`,
+the job is cancelled (or has finished first), for at most --wait; with
+--wait 0 it only records the request.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Checked before the cancel is stored: bad input changes nothing.
@@ -118,15 +119,19 @@ the job is cancelled (or has finished first).`,
 				if err != nil {
 					return err
 				}
-				if was != queue.StateProcessing {
+				switch {
+				case was != queue.StateProcessing:
 					fmt.Fprintf(a.stdout, "%s cancelled\n", args[0])
+					return nil
+				case wait == 0:
+					fmt.Fprintf(a.stdout, "%s: cancel requested; its worker stops it\n", args[0])
 					return nil
 				}
 				return a.waitCancelled(ctx, st, args[0], wait)
 			})
 		},
 	}
-	cmd.Flags().DurationVar(&wait, "wait", time.Minute, "how long to wait for a running job to stop")
+	cmd.Flags().DurationVar(&wait, "wait", time.Minute, "how long to wait for a running job to stop (0: do not wait)")
 	return cmd
 }
 

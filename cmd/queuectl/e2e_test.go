@@ -524,6 +524,13 @@ func TestE2ECancelRunningJob(t *testing.T) {
 	if c.job("c2").State != "cancelled" {
 		t.Fatal("pending job not cancelled")
 	}
+	// --wait 0 records the request and returns; the worker stops the job.
+	c.ok("enqueue", "--id", "c3", "--command", "sleep 60")
+	c.waitState("c3", "processing", 20*time.Second)
+	if out := c.ok("cancel", "c3", "--wait", "0"); out != "c3: cancel requested; its worker stops it\n" {
+		t.Fatalf("cancel --wait 0 printed %q", out)
+	}
+	c.waitState("c3", "cancelled", 20*time.Second)
 }
 
 // TestE2ECancelLeavesOtherDatabasesJobs cancels a running job in one
