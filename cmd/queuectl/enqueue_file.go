@@ -338,9 +338,13 @@ func (a *app) progress() func(verb string, n, total int) {
 
 // eachJob calls fn with every job object of r: the lines of a JSON Lines
 // file (blank lines skipped), or the items of one JSON array. where says
-// which ("line 12", "item 3"). b is valid only during the call.
+// which ("line 12", "item 3"). b is valid only during the call. A UTF-8
+// byte order mark at the start, which some editors write, is skipped.
 func eachJob(r io.Reader, path string, fn func(where string, b []byte) error) error {
 	br := bufio.NewReaderSize(r, 64*1024)
+	if b, err := br.Peek(3); err == nil && string(b) == "\ufeff" {
+		br.Discard(3)
+	}
 	if first, err := firstByte(br); err == nil && first == '[' {
 		return eachArrayItem(br, path, fn)
 	}

@@ -185,3 +185,25 @@ func TestE2EEnqueueFileFromAPipeHoldsNoTransaction(t *testing.T) {
 		t.Fatalf("enqueue --file -: %d ids", len(ids))
 	}
 }
+
+// A file that starts with a UTF-8 byte order mark, as some editors save
+// it, is read as without one: as JSON Lines and as a JSON array.
+func TestE2EEnqueueFileWithByteOrderMark(t *testing.T) {
+	c := newCLI(t)
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"lines.jsonl": "\ufeff{\"id\":\"l1\",\"command\":\"true\"}\n{\"id\":\"l2\",\"command\":\"true\"}\n",
+		"array.json":  "\ufeff[{\"id\":\"a1\",\"command\":\"true\"}]\n",
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c.ok("enqueue", "--file", path)
+	}
+	for _, id := range []string{"l1", "l2", "a1"} {
+		if j := c.job(id); j.State != "pending" {
+			t.Fatalf("job %s: %+v", id, j)
+		}
+	}
+}
