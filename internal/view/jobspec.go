@@ -179,6 +179,9 @@ func ParseRunAt(s string, now time.Time) (time.Time, error) {
 	if rest, ok := strings.CutPrefix(s, "+"); ok {
 		d, err := queue.ParseDuration(rest)
 		if err != nil || d < 0 {
+			if d, err := duration.Parse(rest); err == nil && d > 0 {
+				return time.Time{}, fmt.Errorf("%q is too far ahead: a delay is at most 100 years", s)
+			}
 			return time.Time{}, fmt.Errorf("%q is not a delay (use e.g. +30s, +5m, +2h, +1d)", s)
 		}
 		return now.Add(d), nil

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -44,5 +45,22 @@ func TestJobJSONDurations(t *testing.T) {
 		if (n.Timeout != nil) != tc.timeoutSet || n.Timeout != nil && *n.Timeout != tc.timeout || n.UniqueFor != tc.unique {
 			t.Errorf("%s: timeout %v, unique_for %v; want %v (set %v), %v", tc.in, n.Timeout, n.UniqueFor, tc.timeout, tc.timeoutSet, tc.unique)
 		}
+	}
+}
+
+func TestParseRunAtSaysWhyItRefuses(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]string{
+		"+2562047h": "too far ahead",
+		"+200y":     "not a delay",
+		"+-5s":      "not a delay",
+		"tomorrow":  "neither an RFC 3339 time nor a delay",
+	} {
+		if _, err := ParseRunAt(in, now); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseRunAt(%q): %v, want an error saying %q", in, err, want)
+		}
+	}
+	if got, err := ParseRunAt("+36500d", now); err != nil || !got.Equal(now.Add(36500*24*time.Hour)) {
+		t.Errorf("a delay of 100 years: %v, %v", got, err)
 	}
 }
