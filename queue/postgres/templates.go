@@ -14,9 +14,16 @@ import (
 
 // ApplyQueues implements queue.Store.
 func (s *Store) ApplyQueues(ctx context.Context, qs []queue.QueueConfig) error {
+	names := make([]string, len(qs))
+	for i, q := range qs {
+		names[i] = q.Name
+	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Upserts rather than a delete of every row and inserts: a service
+		// starting at the same time may apply the same queues, and its
+		// inserts would collide with these (read committed).
 		b := &pgx.Batch{}
-		b.Queue(`DELETE FROM queues`)
+		b.Queue(`DELETE FROM queues WHERE name <> ALL($1)`, names)
 		for _, q := range qs {
 			var maxBackoff, timeout *int64
 			if q.Retry.MaxBackoff != nil {
@@ -32,7 +39,10 @@ func (s *Store) ApplyQueues(ctx context.Context, qs []queue.QueueConfig) error {
 				hooks, _ = json.Marshal(q.Retry.Hooks)
 			}
 			b.Queue(`INSERT INTO queues (name, concurrency, max_retries, backoff_base, max_backoff_us, timeout_us, hooks)
-				VALUES ($1, $2, $3, $4, $5, $6, $7)`, q.Name, q.Concurrency, q.Retry.MaxRetries, q.Retry.BackoffBase,
+				VALUES ($1, $2, $3, $4, $5, $6, $7)
+				ON CONFLICT (name) DO UPDATE SET concurrency = excluded.concurrency, max_retries = excluded.max_retries,
+					backoff_base = excluded.backoff_base, max_backoff_us = excluded.max_backoff_us,
+					timeout_us = excluded.timeout_us, hooks = excluded.hooks`, q.Name, q.Concurrency, q.Retry.MaxRetries, q.Retry.BackoffBase,
 				maxBackoff, timeout, hooks)
 		}
 		return tx.SendBatch(ctx, b).Close()

@@ -226,6 +226,46 @@ func testQueues(t *testing.T, open Opener) {
 	}
 }
 
+// testApplyConcurrently: services starting at once on one database (two
+// handles, several rounds each) apply the same file at the same time;
+// every apply succeeds and the queues and templates are the file's.
+func testApplyConcurrently(t *testing.T, open Opener) {
+	qs := []queue.QueueConfig{{Name: "default", Concurrency: 2}, {Name: "mail", Concurrency: 1, Retry: queue.Overrides{MaxRetries: ptr(5)}}}
+	ts := []*queue.Template{template("a", queue.OverlapSkip), template("b", queue.OverlapAllow)}
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for _, s := range []queue.Store{open(t), open(t)} {
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 5 {
+					if err := s.ApplyQueues(ctx(t), qs); err != nil {
+						errs <- err
+						return
+					}
+					if err := s.ApplyTemplates(ctx(t), ts, t0); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("apply at the same time as another service: %v", err)
+	}
+	s := open(t)
+	if got, err := s.Queues(ctx(t)); err != nil || len(got) != 2 || got[1].Name != "mail" || *got[1].Retry.MaxRetries != 5 {
+		t.Fatalf("queues: %+v %v", got, err)
+	}
+	if got := templatesByName(t, s); len(got) != 2 || got["a"] == nil || got["b"] == nil {
+		t.Fatalf("templates: %v", got)
+	}
+}
+
 // testApplyTemplatesReschedules: a template whose schedule or time zone
 // changes, or that is enabled again, starts from the time the file is
 // applied, so no slot from before the change fires; other changes, and a

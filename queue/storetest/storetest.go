@@ -63,6 +63,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"FireOncePerSlot", testFireOncePerSlot},
 		{"Overlap", testOverlap},
 		{"Queues", testQueues},
+		{"ApplyConcurrently", testApplyConcurrently},
 		{"CancelWinsOverRetry", testCancelWinsOverRetry},
 		{"ExpiredLeaseIsNotRenewed", testExpiredLeaseIsNotRenewed},
 		{"Discard", testDiscard},
