@@ -64,14 +64,7 @@ func (s *Store) UpdateQueueControls(ctx context.Context, u queue.ControlUpdate) 
 	slices.Sort(names)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		for _, name := range slices.Compact(names) {
-			if _, err := tx.Exec(ctx, `INSERT INTO queue_controls (name) VALUES ($1) ON CONFLICT DO NOTHING`, name); err != nil {
-				return err
-			}
-			rows, err := tx.Query(ctx, `SELECT `+controlColumns+` FROM queue_controls WHERE name = $1 FOR UPDATE`, name)
-			if err != nil {
-				return err
-			}
-			c, err := pgx.CollectExactlyOneRow(rows, scanControl)
+			c, err := lockControl(ctx, tx, name)
 			if err != nil {
 				return err
 			}
@@ -102,6 +95,20 @@ func (s *Store) UpdateQueueControls(ctx context.Context, u queue.ControlUpdate) 
 	s.limited.mu.Unlock()
 	s.wake.broadcast()
 	return nil
+}
+
+// lockControl locks a queue's control row, inserting it when there is
+// none, in one statement. (An insert that does nothing on a conflict,
+// then a SELECT … FOR UPDATE, finds no row when an update that deletes
+// it, its queue no longer steered, commits in between; an upsert that
+// updates locks the row it finds, or inserts it again.)
+func lockControl(ctx context.Context, tx pgx.Tx, name string) (queue.QueueControl, error) {
+	rows, err := tx.Query(ctx, `INSERT INTO queue_controls (name) VALUES ($1)
+		ON CONFLICT (name) DO UPDATE SET name = excluded.name RETURNING `+controlColumns, name)
+	if err != nil {
+		return queue.QueueControl{}, err
+	}
+	return pgx.CollectExactlyOneRow(rows, scanControl)
 }
 
 // limitedIn returns the limited queues a claim of queues (every queue when

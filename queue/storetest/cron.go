@@ -266,6 +266,34 @@ func testApplyConcurrently(t *testing.T, open Opener) {
 	}
 }
 
+// testControlsConcurrently: two services starting at once each put a
+// queue's limits back to their file's, while a queue set changes them;
+// every update succeeds, however they interleave.
+func testControlsConcurrently(t *testing.T, open Opener) {
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for _, s := range []queue.Store{open(t), open(t)} {
+		for i := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 10 {
+					limit := i % 2 * 2 // limited (2) or not (0), so the row comes and goes
+					if err := s.UpdateQueueControls(ctx(t), queue.ControlUpdate{Names: []string{"mail"}, MaxRunning: &limit}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("update controls at the same time as another service: %v", err)
+	}
+}
+
 // testApplyTemplatesReschedules: a template whose schedule or time zone
 // changes, or that is enabled again, starts from the time the file is
 // applied, so no slot from before the change fires; other changes, and a

@@ -64,6 +64,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"Overlap", testOverlap},
 		{"Queues", testQueues},
 		{"ApplyConcurrently", testApplyConcurrently},
+		{"ControlsConcurrently", testControlsConcurrently},
 		{"CancelWinsOverRetry", testCancelWinsOverRetry},
 		{"ExpiredLeaseIsNotRenewed", testExpiredLeaseIsNotRenewed},
 		{"Discard", testDiscard},
