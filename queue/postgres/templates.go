@@ -110,13 +110,17 @@ func (s *Store) ApplyTemplates(ctx context.Context, ts []*queue.Template, now ti
 			// A changed definition keeps its cursor: slots already handled
 			// are not fired again. A new schedule or time zone, or a job
 			// enabled again, starts from now (rescheduled): the slots
-			// before it were never this schedule's to miss.
+			// before it were never this schedule's to miss. A job enabled
+			// again drops a run that waited (overlap = queue) since before
+			// it was disabled, for the same reason.
 			b.Queue(`INSERT INTO templates (name, definition, cursor, updated_at) VALUES ($1, $2, $3, $3)
 				ON CONFLICT (name) DO UPDATE SET definition = excluded.definition,
 					cursor = CASE WHEN (templates.definition::jsonb->>'schedule') IS DISTINCT FROM (excluded.definition::jsonb->>'schedule')
 						OR (templates.definition::jsonb->>'time_zone') IS DISTINCT FROM (excluded.definition::jsonb->>'time_zone')
-						OR ((templates.definition::jsonb->>'enabled') = 'false' AND (excluded.definition::jsonb->>'enabled') = 'true')
+						OR `+enabledAgainSQL+`
 						THEN GREATEST(templates.cursor, excluded.cursor) ELSE templates.cursor END,
+					pending_trigger = CASE WHEN `+enabledAgainSQL+` THEN NULL ELSE templates.pending_trigger END,
+					pending_kind = CASE WHEN `+enabledAgainSQL+` THEN NULL ELSE templates.pending_kind END,
 					updated_at = CASE WHEN templates.definition = excluded.definition
 						THEN templates.updated_at ELSE excluded.updated_at END`,
 				names[i], defs[i], now)
@@ -128,6 +132,10 @@ func (s *Store) ApplyTemplates(ctx context.Context, ts []*queue.Template, now ti
 	}
 	return nil
 }
+
+// enabledAgainSQL holds, in an upsert of a template, when a disabled
+// template is enabled again.
+const enabledAgainSQL = `((templates.definition::jsonb->>'enabled') = 'false' AND (excluded.definition::jsonb->>'enabled') = 'true')`
 
 // Templates implements queue.Store.
 func (s *Store) Templates(ctx context.Context) ([]*queue.Template, error) {

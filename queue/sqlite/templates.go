@@ -106,9 +106,13 @@ func (s *Store) ApplyTemplates(ctx context.Context, ts []*queue.Template, now ti
 			// are not fired again. A new schedule or time zone, or a job
 			// enabled again, starts from now (rescheduled): the slots
 			// before it were never this schedule's to miss (rescheduleSQL).
+			// A job enabled again drops a run that waited (overlap =
+			// queue) since before it was disabled, for the same reason.
 			_, err = tx.ExecContext(ctx, `INSERT INTO templates (name, definition, cursor, updated_at) VALUES (?, ?, ?, ?)
 				ON CONFLICT (name) DO UPDATE SET definition = excluded.definition,
 					cursor = CASE WHEN `+rescheduleSQL+` THEN max(cursor, excluded.cursor) ELSE cursor END,
+					pending_trigger = CASE WHEN `+enabledAgainSQL+` THEN NULL ELSE pending_trigger END,
+					pending_kind = CASE WHEN `+enabledAgainSQL+` THEN NULL ELSE pending_kind END,
 					updated_at = CASE WHEN definition = excluded.definition THEN updated_at ELSE excluded.updated_at END`,
 				t.Name, string(def), toUS(now), toUS(now))
 			if err != nil {
@@ -128,7 +132,11 @@ func (s *Store) ApplyTemplates(ctx context.Context, ts []*queue.Template, now ti
 // changed, or it was disabled and is enabled again.
 const rescheduleSQL = `(json_extract(definition, '$.schedule') IS NOT json_extract(excluded.definition, '$.schedule')
 	OR json_extract(definition, '$.time_zone') IS NOT json_extract(excluded.definition, '$.time_zone')
-	OR (json_extract(definition, '$.enabled') = 0 AND json_extract(excluded.definition, '$.enabled') = 1))`
+	OR ` + enabledAgainSQL + `)`
+
+// enabledAgainSQL holds, in an upsert of a template, when a disabled
+// template is enabled again.
+const enabledAgainSQL = `(json_extract(definition, '$.enabled') = 0 AND json_extract(excluded.definition, '$.enabled') = 1)`
 
 func templateNames(ts []*queue.Template) []string {
 	names := make([]string, len(ts))

@@ -294,6 +294,31 @@ func testControlsConcurrently(t *testing.T, open Opener) {
 	}
 }
 
+// testEnabledAgainDropsWaitingRun: a run waiting behind the previous one
+// (overlap = queue) when its job is disabled does not fire when the job
+// is enabled again: like the slots missed meanwhile, it is from before
+// the change.
+func testEnabledAgainDropsWaitingRun(t *testing.T, open Opener) {
+	s := open(t)
+	q := template("q", queue.OverlapQueue)
+	if err := s.ApplyTemplates(ctx(t), []*queue.Template{q}, t0); err != nil {
+		t.Fatal(err)
+	}
+	fire(t, s, q, queue.FireCron, t0.Add(time.Minute))
+	if res := fire(t, s, q, queue.FireCron, t0.Add(2*time.Minute)); !res.Queued {
+		t.Fatalf("second slot should wait for the first run: %+v", res)
+	}
+	for i, enabled := range []bool{false, true} {
+		q.Enabled = enabled
+		if err := s.ApplyTemplates(ctx(t), []*queue.Template{q}, t0.Add(time.Duration(i+3)*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p := templatesByName(t, s)["q"].PendingTrigger; !p.IsZero() {
+		t.Fatalf("run waiting from before the job was disabled still waits after it is enabled again: %v", p)
+	}
+}
+
 // testApplyTemplatesReschedules: a template whose schedule or time zone
 // changes, or that is enabled again, starts from the time the file is
 // applied, so no slot from before the change fires; other changes, and a

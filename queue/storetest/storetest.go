@@ -74,6 +74,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"ListStatesOfBothClasses", testListStatesOfBothClasses},
 		{"ListDueAfter", testListDueAfter},
 		{"ApplyTemplatesReschedules", testApplyTemplatesReschedules},
+		{"EnabledAgainDropsWaitingRun", testEnabledAgainDropsWaitingRun},
 		{"Metrics", testMetrics},
 		{"RunTimes", testRunTimes},
 		{"InterruptedAttemptKeepsItsNumber", testInterruptedAttemptKeepsItsNumber},
