@@ -293,6 +293,11 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
+	// Until the service works, a stop signal cancels its start, which
+	// may wait long on a database that does not answer: caught above,
+	// the signal would otherwise do nothing meanwhile.
+	startCtx, started := cancelOnStop(ctx)
+	defer started()
 	log, err := a.logger(a.stderr)
 	if err != nil {
 		return err
@@ -308,9 +313,9 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, dsn)
+	st, err := openStore(startCtx, dsn)
 	if err != nil {
-		return err
+		return stoppedAtStart(startCtx, log, err)
 	}
 	defer st.Close()
 	defer logProcessStats(log, st) // what the service cost, as it exits
@@ -328,15 +333,16 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 	s := &service{a: a, o: o, log: log, st: st, dsn: dsn, started: f, notifier: sdnotify.New(a.getenv, os.Getpid())}
 	s.drainCtx, s.stopDrains = context.WithCancel(context.Background())
 	defer s.stopDrains()
-	overridden, err := s.apply(ctx, f)
+	overridden, err := s.apply(startCtx, f)
 	if err != nil {
-		return err
+		return stoppedAtStart(startCtx, log, err)
 	}
 	s.logOverridden(overridden)
 	s.sched = scheduler.New(st, scheduler.Config{Log: log})
 	if err := s.sched.Start(ctx); err != nil {
 		return err
 	}
+	started() // from here on, waitForStop handles the signals
 	log.Info().Str("config", a.file.path).Str("database", redactDSN(dsn)).Int("queues", len(f.Queues)).Int("jobs", len(f.Jobs)).Msg("service started")
 	s.notify(sdnotify.Ready)
 	watchdog, stopWatchdog := context.WithCancel(ctx)
@@ -348,6 +354,39 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 
 	s.waitForStop(sigs)
 	return s.shutdown(sigs)
+}
+
+// cancelOnStop returns a context that SIGINT or SIGTERM cancels, with
+// the signal as its cause, until started is called.
+func cancelOnStop(ctx context.Context) (_ context.Context, started func()) {
+	stops := make(chan os.Signal, 1)
+	signal.Notify(stops, syscall.SIGINT, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-stops:
+			cancel(fmt.Errorf("%s", sig))
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			signal.Stop(stops)
+			close(done)
+		})
+	}
+}
+
+// stoppedAtStart turns a start that a stop signal cancelled into a clean
+// stop; any other error is returned as it is.
+func stoppedAtStart(ctx context.Context, log zerolog.Logger, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	log.Info().Str("signal", context.Cause(ctx).Error()).Msg("stopped before the service started")
+	return nil
 }
 
 // shutdown stops the service after the first stop signal: no more fires

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -366,6 +367,47 @@ func TestE2ERunReloadedQueuesDrainOnStop(t *testing.T) {
 	}
 	if j := c.job("slow"); j.State != "completed" {
 		t.Fatalf("a job of the replaced slots must finish before exit: %+v\n%s", j, svc.log())
+	}
+}
+
+// A stop signal ends a service still starting: here its database (a
+// listener that accepts connections and never answers) holds the start.
+func TestE2ERunStopWhileStarting(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 8)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- conn
+		}
+	}()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			c := newCLI(t)
+			cfg := filepath.Join(c.home, "queue.hcl")
+			writeFile(t, cfg, "database = \"postgres://queuectl@"+ln.Addr().String()+"/queuectl?sslmode=disable&search_path=silent\"\n")
+			svc := c.startService("-c", cfg)
+			select {
+			case conn := <-accepted:
+				defer conn.Close()
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the service never connected; log:\n%s", svc.log())
+			}
+			svc.signal(sig)
+			if err := svc.wait(10 * time.Second); err != nil {
+				t.Fatalf("service exit: %v\n%s", err, svc.log())
+			}
+			if !strings.Contains(svc.log(), `"message":"stopped before the service started"`) {
+				t.Fatalf("no log line saying why it stopped:\n%s", svc.log())
+			}
+		})
 	}
 }
 
