@@ -507,6 +507,45 @@ func readJobRuns(t *testing.T, file string) map[string][]jobRun {
 	return runs
 }
 
+// A stop signal ends a service whose reload waits on the database: here
+// another session holds a lock on the queues table the reload writes.
+func TestE2EPostgresStopDuringReload(t *testing.T) {
+	schema, db := newPGSchema(t)
+	c := newCLI(t)
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, "database = \""+db+"\"\nqueue \"default\" { concurrency = 1 }\n")
+	svc := c.startService("-c", cfg)
+	waitFor(t, "the service to start", 20*time.Second, func() bool { return strings.Contains(svc.log(), "service started") })
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	locker, err := pgx.Connect(ctx, pgBaseURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(context.Background())
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, "LOCK TABLE "+schema+".queues IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, cfg, "database = \""+db+"\"\nqueue \"default\" { concurrency = 2 }\n")
+	svc.signal(syscall.SIGHUP)
+	waitFor(t, "the reload to wait for the lock", 20*time.Second, func() bool {
+		var n int
+		err := tx.QueryRow(ctx, `SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+			JOIN pg_namespace n ON n.oid = c.relnamespace WHERE NOT l.granted AND c.relname = 'queues' AND n.nspname = $1`, schema).Scan(&n)
+		return err == nil && n > 0
+	})
+	svc.signal(syscall.SIGTERM)
+	if err := svc.wait(10 * time.Second); err != nil {
+		t.Fatalf("service exit: %v\n%s", err, svc.log())
+	}
+}
+
 // A server restart under three busy workers loses no job, runs none twice
 // at once, and the same worker processes carry on: their pools and wake-up
 // listeners reconnect. It restarts the shared server, which would break

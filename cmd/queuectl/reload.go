@@ -29,8 +29,13 @@ func (s *service) waitForStop(sigs <-chan os.Signal) {
 			s.log.Info().Str("signal", sig.String()).Msg("stopping: running jobs may finish (send the signal again to stop them)")
 			return
 		}
+		// A stop signal cancels a reload that waits on the database
+		// (a lock, a server that stopped answering); the loop then
+		// reads the signal and stops.
 		s.notify(sdnotify.Reloading)
-		s.reload(context.Background())
+		ctx, done := cancelOnStop(context.Background())
+		s.reload(ctx)
+		done()
 		s.notify(sdnotify.Ready)
 	}
 }
