@@ -2,9 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/queuectl/queuectl/internal/testfs"
@@ -33,6 +37,84 @@ func TestE2EReadOnlyDatabase(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	if code == 0 || stdout != "" || len(lines) != 1 || !strings.Contains(stderr, "read-only") || !strings.Contains(stderr, db) {
 		t.Fatalf("enqueue on a read-only database: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// In a directory its user may not write to, a database whose file is
+// writable still opens read-only (SQLite cannot create its -shm there):
+// status works and a write fails naming the database. Root writes any
+// directory, so as root the commands run as nobody.
+func TestE2EReadOnlyDirectory(t *testing.T) {
+	c := newCLI(t)
+	top, err := os.MkdirTemp("", "queuectl-rodir-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, home := filepath.Join(top, "db"), filepath.Join(top, "home")
+	t.Cleanup(func() {
+		os.Chmod(dir, 0o700)
+		os.RemoveAll(top)
+	})
+	for _, d := range []string{dir, home} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := filepath.Join(dir, "queue.db")
+	c.ok("--db", db, "enqueue", `{"id":"kept","command":"echo hi"}`)
+	bin := filepath.Join(top, "queuectl") // where nobody may run it
+	copyFile(t, binary, bin)
+	as := func(cmd *exec.Cmd) *exec.Cmd { return cmd }
+	if os.Geteuid() == 0 {
+		const nobody = 65534
+		for _, p := range []string{top, dir, home, bin, db, db + "-lock", db + "-wake", db + "-events"} {
+			if err := os.Chown(p, nobody, nobody); err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+		}
+		as = func(cmd *exec.Cmd) *exec.Cmd {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+			return cmd
+		}
+	}
+	if err := os.Chmod(top, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, string, int) {
+		cmd := as(exec.Command(bin, append([]string{"--db", db}, args...)...))
+		cmd.Env = append(os.Environ(), "QUEUECTL_HOME="+home)
+		cmd.Dir = home
+		return runProcess(t, cmd)
+	}
+	if out, errOut, code := run("status"); code != 0 || !regexp.MustCompile(`(?m)^default +0 +1 `).MatchString(out) {
+		t.Fatalf("status in a read-only directory: exit %d: %q %q", code, out, errOut)
+	}
+	stdout, stderr, code := run("enqueue", `{"command":"true"}`)
+	if code == 0 || stdout != "" || !strings.Contains(stderr, "read-only") || !strings.Contains(stderr, db) {
+		t.Fatalf("enqueue in a read-only directory: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// copyFile copies an executable file.
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 

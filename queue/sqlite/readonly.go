@@ -22,8 +22,8 @@ import (
 // WAL needs the "-shm" file even to read. SQLite opens a WAL database read
 // only (mode=ro) when its -shm exists or can be created, and also on
 // read-only media when there is no -wal file left (a clean close removes
-// both). When neither works (no -shm can be created: read-only media, or
-// a full disk) and no -wal file holds data, the database opens immutable
+// both). When neither works (no -shm can be created: read-only media, a
+// directory this user may not write, or a full disk) and no -wal file holds data, the database opens immutable
 // (immutable=1): SQLite then takes no locks and trusts that nothing
 // changes the file, which holds where nobody can write, and on a full disk
 // risks at worst a failed read if space is freed meanwhile and a writer
@@ -60,7 +60,7 @@ func writable(path string) bool {
 // with why.
 func openReadOnly(ctx context.Context, abs string, why error) (*Store, error) {
 	db, err := openReadDB(ctx, abs, false)
-	if err != nil && (isCantOpen(err) || isFull(err)) && !walHasData(abs) {
+	if err != nil && (isCantOpen(err) || isReadOnlyOpen(err) || isFull(err)) && !walHasData(abs) {
 		db, err = openReadDB(ctx, abs, true)
 	}
 	if err != nil {
@@ -108,6 +108,15 @@ func (s *Store) refusal(why error) error {
 func isCantOpen(err error) bool {
 	var se sqlite3.Error
 	return errors.As(err, &se) && se.Code == sqlite3.ErrCantOpen
+}
+
+// isReadOnlyOpen reports whether a read-only open failed because SQLite
+// could not create the -shm file: in a directory it may not write to (a
+// writable file there) it answers SQLITE_READONLY_DIRECTORY, not
+// SQLITE_CANTOPEN as on read-only media.
+func isReadOnlyOpen(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.Code == sqlite3.ErrReadonly
 }
 
 // walHasData reports whether a -wal file beside abs may hold transactions.
