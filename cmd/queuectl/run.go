@@ -399,7 +399,10 @@ func (s *service) shutdown(sigs <-chan os.Signal) error {
 	stopCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if s.o.grace > 0 {
-		t := time.AfterFunc(s.o.grace, cancel)
+		t := time.AfterFunc(s.o.grace, func() {
+			s.log.Warn().Dur("grace", s.o.grace).Msg("grace period over: stopping running jobs")
+			cancel()
+		})
 		defer t.Stop()
 	}
 	go func() {

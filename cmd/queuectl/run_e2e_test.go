@@ -370,6 +370,28 @@ func TestE2ERunReloadedQueuesDrainOnStop(t *testing.T) {
 	}
 }
 
+// When --grace runs out, the service says so before it stops the jobs
+// still running, as a worker does, and puts them back.
+func TestE2ERunGraceOverSaysSo(t *testing.T) {
+	c := newCLI(t)
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, "queue \"default\" {}\n")
+	svc := c.startService("-c", cfg, "--grace", "500ms", "--kill-grace", "200ms")
+	waitFor(t, "the service to start", 20*time.Second, func() bool { return strings.Contains(svc.log(), "service started") })
+	c.ok("enqueue", "--id", "long", "--command", "sleep 60")
+	c.waitState("long", "processing", 20*time.Second)
+	svc.signal(syscall.SIGTERM)
+	if err := svc.wait(20 * time.Second); err != nil {
+		t.Fatalf("service exit: %v\n%s", err, svc.log())
+	}
+	if !strings.Contains(svc.log(), `"message":"grace period over: stopping running jobs"`) {
+		t.Fatalf("no log line saying the grace period ran out:\n%s", svc.log())
+	}
+	if j := c.job("long"); j.State != "pending" {
+		t.Fatalf("a job stopped at the end of the grace period must be put back: %+v", j)
+	}
+}
+
 // A stop signal ends a service still starting: here its database (a
 // listener that accepts connections and never answers) holds the start.
 func TestE2ERunStopWhileStarting(t *testing.T) {
