@@ -269,7 +269,7 @@ func (e *Engine) ProcessAvailable(ctx context.Context) (int, error) {
 		sent, now := time.Now(), e.cfg.Clock.Now()
 		jobs, err := e.store.ClaimJobs(ctx, ClaimParams{Worker: e.me.ID, Queues: l.Queues, Limit: l.Slots, Now: now, LeaseUntil: now.Add(e.cfg.Lease)})
 		if err != nil {
-			return n, fmt.Errorf("claim jobs: %w", err)
+			return n, err // the store's "claim jobs: …"
 		}
 		n += len(jobs)
 		for _, j := range jobs {

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -318,7 +317,7 @@ func (s *slotLanes) claim(ctx context.Context, l Lane, n int, due *dueFlag) (job
 		Worker: s.worker, Queues: l.Queues, Limit: n, Now: now, LeaseUntil: now.Add(s.lease),
 	}, due)
 	if err != nil {
-		return nil, sent, fmt.Errorf("claim jobs: %w", err)
+		return nil, sent, err // named by the store: claim jobs, or finish and claim
 	}
 	return jobs, sent, nil
 }
