@@ -117,8 +117,35 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	return nil
 }
 
+// tickErrorEvery is how often a tick that keeps failing (the database
+// is away) logs its error again.
+const tickErrorEvery = time.Minute
+
+// tickFailures logs a failing tick once, then once every tickErrorEvery
+// while the failures last, and says when ticks work again: the scheduler
+// ticks every second, and an error line a second says nothing more.
+type tickFailures struct {
+	n      int
+	logged time.Time
+}
+
+func (f *tickFailures) note(log zerolog.Logger, now time.Time, err error) {
+	switch {
+	case err != nil:
+		f.n++
+		if f.n == 1 || now.Sub(f.logged) >= tickErrorEvery {
+			log.Error().Err(err).Int("failures", f.n).Msg("scheduler tick")
+			f.logged = now
+		}
+	case f.n > 0:
+		log.Info().Int("failures", f.n).Msg("scheduler ticks again")
+		f.n = 0
+	}
+}
+
 func (s *Scheduler) loop(ctx context.Context) {
 	defer close(s.done)
+	var failing tickFailures
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -128,8 +155,8 @@ func (s *Scheduler) loop(ctx context.Context) {
 		case <-t.C:
 		}
 		next, err := s.Tick(ctx)
-		if err != nil && ctx.Err() == nil {
-			s.log.Error().Err(err).Msg("scheduler tick")
+		if ctx.Err() == nil {
+			failing.note(s.log, s.cfg.Clock.Now(), err)
 		}
 		wait := s.cfg.Tick
 		if !next.IsZero() {

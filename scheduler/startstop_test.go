@@ -1,13 +1,19 @@
 package scheduler_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/queuectl/queuectl/internal/testutil/fakeclock"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/scheduler"
+	"github.com/rs/zerolog"
 )
 
 // ctxStore records the context of every scheduler loop that reads the
@@ -71,4 +77,64 @@ func TestStartStopTwice(t *testing.T) {
 	if _, live := st.loops(); live != 0 {
 		t.Fatalf("a Start after Stop started a loop")
 	}
+}
+
+// failingStore fails its first reads of the templates, as a database that
+// is away does, then answers.
+type failingStore struct {
+	ctxStore
+	fails atomic.Int32
+}
+
+func (s *failingStore) Templates(ctx context.Context) ([]*queue.Template, error) {
+	if s.fails.Add(-1) >= 0 {
+		return nil, errors.New("connection refused")
+	}
+	return s.ctxStore.Templates(ctx)
+}
+
+// A tick that keeps failing logs its error once (then once a minute), not
+// at every tick, and the scheduler says when its ticks work again.
+func TestFailingTicksLogOnce(t *testing.T) {
+	st := &failingStore{ctxStore: ctxStore{ctxs: map[context.Context]bool{}}}
+	st.fails.Store(50)
+	var logs syncBuffer
+	clock := fakeclock.New(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)) // still: the minute never passes
+	s := scheduler.New(st, scheduler.Config{Tick: time.Millisecond, Clock: clock, Log: zerolog.New(&logs)})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(context.Background())
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "scheduler ticks again") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the scheduler never said its ticks work again:\n%s", logs.String())
+		}
+		time.Sleep(time.Millisecond) // polling, with a deadline
+	}
+	out := logs.String()
+	if n := strings.Count(out, `"message":"scheduler tick"`); n != 1 {
+		t.Fatalf("%d error lines for 50 failed ticks within a minute, want 1:\n%s", n, out)
+	}
+	if !strings.Contains(out, `"failures":50,"message":"scheduler ticks again"`) {
+		t.Fatalf("the recovery line does not count the failures:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the scheduler's loop and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
