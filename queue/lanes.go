@@ -84,7 +84,7 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 			case err != nil:
 				failures++
 				wait = retryDelay(failures)
-				log.Error().Err(err).Dur("retry_in", wait).Msg("claim jobs")
+				log.Error().Err(err).Int64("retry_in_ms", wait.Milliseconds()).Msg("claim jobs")
 			default:
 				failures = 0
 				mu.Lock()

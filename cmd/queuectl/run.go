@@ -400,7 +400,7 @@ func (s *service) shutdown(sigs <-chan os.Signal) error {
 	defer cancel()
 	if s.o.grace > 0 {
 		t := time.AfterFunc(s.o.grace, func() {
-			s.log.Warn().Dur("grace", s.o.grace).Msg("grace period over: stopping running jobs")
+			s.log.Warn().Int64("grace_ms", s.o.grace.Milliseconds()).Msg("grace period over: stopping running jobs")
 			cancel()
 		})
 		defer t.Stop()

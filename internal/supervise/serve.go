@@ -38,7 +38,7 @@ func Serve(ctx context.Context, log zerolog.Logger, grace time.Duration,
 	defer cancel()
 	if grace > 0 {
 		t := time.AfterFunc(grace, func() {
-			log.Warn().Dur("grace", grace).Msg("grace period over: stopping running jobs")
+			log.Warn().Int64("grace_ms", grace.Milliseconds()).Msg("grace period over: stopping running jobs")
 			cancel()
 		})
 		defer t.Stop()
