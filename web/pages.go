@@ -152,8 +152,13 @@ func (s *Server) action(fn actionFunc) http.Handler {
 }
 
 // safeNext keeps a redirect target on this site: a path, never a URL.
+// It must parse as a URL without scheme or host: a browser drops tabs and
+// line breaks from a Location, so "/\t/evil.example" would lead off the
+// site, and an action's redirect adds its message to the parsed target.
 func safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" ||
+		!strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
 		return "/"
 	}
 	return next

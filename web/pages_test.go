@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -353,5 +354,31 @@ func TestScheduledJobsShowAsScheduled(t *testing.T) {
 	}
 	if body, _ := h.page("/jobs?state=pending", c); !strings.Contains(body, `href="/jobs/later"`) || !strings.Contains(body, `href="/jobs/now"`) {
 		t.Errorf("/jobs?state=pending does not list both pending jobs")
+	}
+}
+
+// Sign-in and actions redirect only to a path of this site: a target with
+// a tab or a line break (which browsers drop, making "/\t/evil.example"
+// lead to evil.example) or one that does not parse goes to the overview,
+// and an action with such a target still answers its redirect.
+func TestRedirectTargetsStayOnSite(t *testing.T) {
+	h := tokens(t)
+	form := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
+	for _, next := range []string{"/\t/evil.example", "/\n/evil.example", "/\r\n/evil.example", "/%zz", "https://evil.example/", "//evil.example"} {
+		rec := h.must(req{method: "POST", path: "/login", body: url.Values{"token": {adminToken}, "next": {next}}.Encode(), header: form},
+			http.StatusSeeOther)
+		if loc := rec.Header().Get("Location"); loc != "/" {
+			t.Errorf("sign-in with next %q goes to %q, want /", next, loc)
+		}
+	}
+	h.enqueue(`{"id":"p","command":"true"}`)
+	c := h.signIn(adminToken)
+	_, csrf := h.page("/workers", c)
+	for _, back := range []string{"/\t/evil.example", "/%zz"} {
+		rec := h.must(req{method: "POST", path: "/queues/default/pause", body: url.Values{"csrf": {csrf}, "back": {back}}.Encode(),
+			cookies: []*http.Cookie{c}, header: form}, http.StatusSeeOther)
+		if loc := rec.Header().Get("Location"); loc != "/?done=queue_paused" {
+			t.Errorf("an action with back %q goes to %q, want /?done=queue_paused", back, loc)
+		}
 	}
 }
