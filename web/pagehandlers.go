@@ -96,6 +96,7 @@ type jobsData struct {
 	Next   string
 	Filter queue.ListParams
 	State  string
+	Labels []string // the label filters, key=value, as the address has them
 	Queues []string
 	States []queue.State
 	Paged  bool
@@ -106,7 +107,7 @@ func (s *Server) jobsPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d := jobsData{Filter: p, State: r.URL.Query().Get("state"), States: view.StatusStates(), Paged: p.After != ""}
+	d := jobsData{Filter: p, State: r.URL.Query().Get("state"), Labels: r.URL.Query()["label"], States: view.StatusStates(), Paged: p.After != ""}
 	if d.Jobs, d.Next, err = s.listJobs(r.Context(), p); err != nil {
 		return err
 	}

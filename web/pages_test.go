@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -380,5 +382,35 @@ func TestRedirectTargetsStayOnSite(t *testing.T) {
 		if loc := rec.Header().Get("Location"); loc != "/?done=queue_paused" {
 			t.Errorf("an action with back %q goes to %q, want /?done=queue_paused", back, loc)
 		}
+	}
+}
+
+// A list filtered by label keeps the filter on its next page, in its
+// filter form and in the way back to the newest jobs.
+func TestJobsPagesKeepTheLabelFilter(t *testing.T) {
+	h := tokens(t)
+	for i := range 4 {
+		team := "web"
+		if i%2 == 1 {
+			team = "ops"
+		}
+		h.enqueue(fmt.Sprintf(`{"id":"j%d","command":"true","labels":{"team":%q}}`, i, team))
+	}
+	c := h.signIn(viewerToken)
+	first, _ := h.page("/jobs?label=team%3Dweb&limit=1", c)
+	next := regexp.MustCompile(`rel="next" href="([^"]+)"`).FindStringSubmatch(first)
+	if next == nil {
+		t.Fatalf("the first page has no next page:\n%s", first)
+	}
+	href := html.UnescapeString(next[1])
+	if !strings.Contains(href, "label=team%3dweb") && !strings.Contains(href, "label=team%3Dweb") {
+		t.Errorf("the next page %q drops the label filter", href)
+	}
+	if !strings.Contains(first, `<input type="hidden" name="label" value="team=web">`) {
+		t.Errorf("the filter form drops the label filter:\n%s", first)
+	}
+	second, _ := h.page(href, c)
+	if strings.Contains(second, `href="/jobs/j1"`) || strings.Contains(second, `href="/jobs/j3"`) {
+		t.Errorf("the next page of team=web shows team=ops jobs:\n%s", second)
 	}
 }
