@@ -43,7 +43,10 @@ func (s *Server) enqueueAction(w http.ResponseWriter, r *http.Request) error {
 		"max_retries": &f.MaxRetries, "timeout": &f.Timeout, "run_at": &f.RunAt, "env": &f.Env, "dir": &f.Dir} {
 		*dst = strings.TrimSpace(r.PostFormValue(name))
 	}
-	f.Command = r.PostFormValue("command") // kept as typed
+	// Kept as typed, but a browser sends a textarea's line breaks as
+	// CRLF: the shell would take each \r as part of its line's last word
+	// ("cd /tmp\r" fails), so they go back to the \n that was typed.
+	f.Command = strings.ReplaceAll(r.PostFormValue("command"), "\r\n", "\n")
 	body, err := f.json()
 	if err == nil {
 		var added []*queue.Job

@@ -54,6 +54,16 @@ func TestEnqueueFromThePage(t *testing.T) {
 	if jobs, _ := h.store.ListJobs(context.Background(), queue.ListParams{}); len(jobs) != 0 {
 		t.Fatalf("refused jobs were stored: %d", len(jobs))
 	}
+	// A browser sends a textarea's line breaks as CRLF; the shell gets the
+	// lines as typed.
+	if res := post(url.Values{"csrf": {csrf}, "command": {"cd /tmp\r\necho one\r\n"}, "id": {"two-lines"}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("enqueue two lines: %d", res.StatusCode)
+	}
+	if j, err := h.store.GetJob(context.Background(), "two-lines"); err != nil {
+		t.Fatal(err)
+	} else if j.Command != "cd /tmp\necho one\n" {
+		t.Errorf("a command of two lines from the form is stored as %q", j.Command)
+	}
 	res := post(url.Values{"csrf": {csrf}, "command": {"echo <b>hi</b>"}, "queue": {"mail"}, "id": {"from-form"}, "priority": {"5"},
 		"max_retries": {"1"}, "timeout": {"90s"}, "env": {"GREETING=hello\nEMPTY=\n"}, "dir": {"/tmp"}})
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/jobs/from-form?done=enqueued" {
