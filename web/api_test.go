@@ -3,7 +3,9 @@ package web
 import (
 	"context"
 	"fmt"
+	"html"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -390,6 +392,18 @@ func TestOutputsOfARetriedDeadJob(t *testing.T) {
 	page := h.must(req{path: "/jobs/twice", token: viewerToken, header: map[string]string{"Accept": "text/html"}}, http.StatusOK).Body.String()
 	if !strings.Contains(page, "first life") || !strings.Contains(page, "second life") {
 		t.Errorf("job page lacks a life's output:\n%s", page)
+	}
+	// Each output panel's raw link leads to its own life's output, and
+	// its panel has an id of its own.
+	var raws []string
+	for _, m := range regexp.MustCompile(`href="(/api/v1/jobs/twice/output\?[^"]+)"`).FindAllStringSubmatch(page, -1) {
+		raws = append(raws, h.must(req{path: html.UnescapeString(m[1]), token: viewerToken}, http.StatusOK).Body.String())
+	}
+	if strings.Join(raws, "") != "second life\nfirst life\n" {
+		t.Errorf("the raw links of the newest and the oldest panel lead to %q", raws)
+	}
+	if strings.Count(page, `id="output-1"`) != 1 {
+		t.Errorf("%d output panels have the id output-1", strings.Count(page, `id="output-1"`))
 	}
 	// The output endpoint: ?attempt=1 names the latest attempt 1, ?nth=K
 	// the K-th of the history.

@@ -131,6 +131,7 @@ type jobData struct {
 
 type attemptOutput struct {
 	Attempt *queue.Attempt
+	Nth     int // its place in the history, 1 the oldest: attempt numbers start over when a dead job is retried
 	Text    string
 	Dropped int64
 	Last    bool
@@ -161,7 +162,7 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		d.Outputs = append(d.Outputs, attemptOutput{Attempt: a, Text: cleanOutput(out.Output), Dropped: out.Dropped, Last: i == len(d.Detail.History)-1})
+		d.Outputs = append(d.Outputs, attemptOutput{Attempt: a, Nth: i + 1, Text: cleanOutput(out.Output), Dropped: out.Dropped, Last: i == len(d.Detail.History)-1})
 	}
 	s.render(w, r, http.StatusOK, "job", page{Title: "Job " + id, Nav: "jobs", Data: d})
 	return nil
