@@ -297,4 +297,13 @@ job "heartbeat" {
 		t.Errorf("the queue paused from the page is not paused:\n%s", out)
 	}
 	screenshot(t, ctx, "workers")
+
+	// Retry every dead job of a queue: the message, with its count, leaves
+	// the address as the job page's does.
+	step(t, ctx, "open the reports DLQ", chromedp.Navigate(s.url+"/dlq?queue=reports"), chromedp.WaitVisible(chromedp.CSS(`#dlq-retry`)))
+	step(t, ctx, "retry them all", chromedp.Click(chromedp.CSS(`#dlq-retry`)), chromedp.WaitVisible(chromedp.CSS(`.flash`)))
+	if loc := value(t, ctx, "location after retrying all", chromedp.Location()); strings.Contains(loc, "done=") || strings.Contains(loc, "n=") ||
+		!strings.HasSuffix(loc, "/dlq?queue=reports") {
+		t.Errorf("after retrying all dead jobs the address is %s", loc)
+	}
 }

@@ -29,12 +29,13 @@
   markScrolling();
   window.addEventListener("resize", markScrolling);
 
-  // An action's message came in the address (?done=…): it is on the page
-  // now; take it out of the address so that a reload or a bookmark does not
-  // announce the action again.
+  // An action's message came in the address (?done=…, with its count in
+  // n=…): it is on the page now; take it out of the address so that a
+  // reload or a bookmark does not announce the action again.
   if (window.history && window.history.replaceState && /[?&]done=/.test(window.location.search)) {
     var u = new URL(window.location.href);
     u.searchParams.delete("done");
+    u.searchParams.delete("n");
     window.history.replaceState(null, "", u.pathname + u.search + u.hash);
   }
 
