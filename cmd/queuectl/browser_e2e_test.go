@@ -307,3 +307,26 @@ job "heartbeat" {
 		t.Errorf("after retrying all dead jobs the address is %s", loc)
 	}
 }
+
+// On a phone, a queue named at length (up to 200 bytes are allowed) does
+// not widen the pages whose queue filter lists it: a select is as wide as
+// its longest option, and once made the jobs and dead-letter pages scroll
+// sideways at 390 px.
+func TestE2EBrowserLongQueueNameOnAPhone(t *testing.T) {
+	ctx := browser(t)
+	c := newCLI(t)
+	long := "q" + strings.Repeat("-a-long-queue-name", 8)
+	c.ok("enqueue", "--id", "long-queue-job", "--queue", long, "--max-retries", "0", "--command", "exit 3")
+	c.ok("worker", "start", "--count", "1")
+	c.waitState("long-queue-job", "dead", 30*time.Second)
+	s := startServe(t, c, []string{"QUEUECTL_HTTP_TOKEN=browser-admin"}, "--listen", "127.0.0.1:0")
+	step(t, ctx, "sign in on a phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(s.url+"/login"),
+		chromedp.WaitVisible(chromedp.CSS(`#token`)), chromedp.SendKeys(chromedp.CSS(`#token`), "browser-admin"),
+		chromedp.Submit(chromedp.CSS(`#token`)), chromedp.WaitVisible(chromedp.CSS(`.tiles`)))
+	for _, path := range []string{"/jobs", "/dlq"} {
+		step(t, ctx, "open "+path, chromedp.Navigate(s.url+path), chromedp.WaitVisible(chromedp.CSS(`a[href="/jobs/long-queue-job"]`)))
+		if w := value(t, ctx, "page width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 390 {
+			t.Errorf("%s is %d px wide on a 390 px screen", path, w)
+		}
+	}
+}
