@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -229,7 +230,13 @@ func runTimeChart(buckets []bucketStats, rg chartRange) template.HTML {
 	for _, b := range buckets {
 		top = math.Max(top, b.P95.Seconds())
 	}
-	top = niceTop(top)
+	// Over two minutes the axis counts minutes, so its top is a round
+	// number of them.
+	if top > 120 {
+		top = niceTop(top/60) * 60
+	} else {
+		top = niceTop(top)
+	}
 	pick := func(f func(bucketStats) time.Duration) func(bucketStats) float64 {
 		return func(b bucketStats) float64 {
 			if b.runs.Count() == 0 {
@@ -238,19 +245,27 @@ func runTimeChart(buckets []bucketStats, rg chartRange) template.HTML {
 			return f(b).Seconds()
 		}
 	}
-	return lineChart("Run time p50 and p95", buckets, rg, top, secondsLabel,
+	return lineChart("Run time p50 and p95", buckets, rg, top, secondsLabels(top),
 		lineSeries{colourP95, pick(func(b bucketStats) time.Duration { return b.P95 })},
 		lineSeries{colourP50, pick(func(b bucketStats) time.Duration { return b.P50 })})
 }
 
-func secondsLabel(v float64) string {
+// secondsLabels returns the labels of an axis of seconds from 0 to top,
+// in the one unit that suits top (ms, s or m), each exact to three
+// significant digits: the lines are a quarter of top apart, so 3.75ms
+// must not read as 4ms beside 2.5ms read as 2ms.
+func secondsLabels(top float64) func(float64) string {
+	unit, scale := "m", 1.0/60
 	switch {
-	case v == 0:
-		return "0"
-	case v < 1:
-		return fmt.Sprintf("%.0fms", v*1000)
-	case v < 120:
-		return fmt.Sprintf("%gs", math.Round(v*10)/10)
+	case top < 1:
+		unit, scale = "ms", 1000
+	case top <= 120:
+		unit, scale = "s", 1
 	}
-	return fmt.Sprintf("%gm", math.Round(v/6)/10)
+	return func(v float64) string {
+		if v == 0 {
+			return "0"
+		}
+		return strconv.FormatFloat(v*scale, 'g', 3, 64) + unit
+	}
 }

@@ -414,3 +414,31 @@ func TestJobsPagesKeepTheLabelFilter(t *testing.T) {
 		t.Errorf("the next page of team=web shows team=ops jobs:\n%s", second)
 	}
 }
+
+// The run time chart's axis labels name the values of its evenly spaced
+// lines exactly, in one unit: a 5 ms top once read 0, 1ms, 2ms, 4ms, 5ms.
+func TestRunTimeAxisLabels(t *testing.T) {
+	rg := chartRanges[0]
+	now := time.Date(2026, 5, 1, 12, 33, 0, 0, time.UTC)
+	labels := regexp.MustCompile(`text-anchor="end">([^<]+)<`)
+	for _, tc := range []struct {
+		p95  time.Duration
+		want string
+	}{
+		{800 * time.Microsecond, "0 0.25ms 0.5ms 0.75ms 1ms"},
+		{4 * time.Millisecond, "0 1.25ms 2.5ms 3.75ms 5ms"},
+		{1500 * time.Millisecond, "0 0.5s 1s 1.5s 2s"},
+		{40 * time.Second, "0 12.5s 25s 37.5s 50s"},
+		{150 * time.Second, "0 1.25m 2.5m 3.75m 5m"},
+	} {
+		b := bucketize(nil, rg, now)
+		b[3].P95 = tc.p95
+		var got []string
+		for _, m := range labels.FindAllStringSubmatch(string(runTimeChart(b, rg)), -1) {
+			got = append(got, m[1])
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("p95 %v: axis labels %v, want %s", tc.p95, got, tc.want)
+		}
+	}
+}
