@@ -216,7 +216,7 @@ func failureChart(buckets []bucketStats, rg chartRange) template.HTML {
 		top = math.Max(top, b.FailureRate())
 	}
 	top = math.Min(1, niceTop(math.Max(top, 0.05)))
-	return lineChart("Failure rate", buckets, rg, top, func(v float64) string { return fmt.Sprintf("%.0f%%", v*100) },
+	return lineChart("Failure rate", buckets, rg, top, func(v float64) string { return strconv.FormatFloat(v*100, 'g', 3, 64) + "%" },
 		lineSeries{colourBad, func(b bucketStats) float64 {
 			if r := b.FailureRate(); r >= 0 {
 				return r

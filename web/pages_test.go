@@ -417,7 +417,7 @@ func TestJobsPagesKeepTheLabelFilter(t *testing.T) {
 
 // The run time chart's axis labels name the values of its evenly spaced
 // lines exactly, in one unit: a 5 ms top once read 0, 1ms, 2ms, 4ms, 5ms.
-func TestRunTimeAxisLabels(t *testing.T) {
+func TestChartAxisLabels(t *testing.T) {
 	rg := chartRanges[0]
 	now := time.Date(2026, 5, 1, 12, 33, 0, 0, time.UTC)
 	labels := regexp.MustCompile(`text-anchor="end">([^<]+)<`)
@@ -439,6 +439,24 @@ func TestRunTimeAxisLabels(t *testing.T) {
 		}
 		if strings.Join(got, " ") != tc.want {
 			t.Errorf("p95 %v: axis labels %v, want %s", tc.p95, got, tc.want)
+		}
+	}
+	// So do the failure rate's: a 50 % top once read 12% and 38%.
+	for _, tc := range []struct {
+		failed, succeeded int
+		want              string
+	}{
+		{1, 99, "0% 1.25% 2.5% 3.75% 5%"},
+		{1, 1, "0% 12.5% 25% 37.5% 50%"},
+	} {
+		b := bucketize(nil, rg, now)
+		b[3].Failed, b[3].Succeeded = tc.failed, tc.succeeded
+		var got []string
+		for _, m := range labels.FindAllStringSubmatch(string(failureChart(b, rg)), -1) {
+			got = append(got, m[1])
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("%d of %d failed: axis labels %v, want %s", tc.failed, tc.failed+tc.succeeded, got, tc.want)
 		}
 	}
 }
