@@ -175,12 +175,16 @@ type dlqData struct {
 	Queues []string
 	Total  int
 	Paged  bool
+	First  string // the first page of this queue's dead jobs, where a bulk action leads
 }
 
 func (s *Server) dlqPage(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	p := queue.ListParams{States: []queue.State{queue.StateDead}, Queue: q.Get("queue"), After: q.Get("after"), Limit: defaultPage}
-	d := dlqData{Queue: p.Queue, Paged: p.After != ""}
+	d := dlqData{Queue: p.Queue, Paged: p.After != "", First: "/dlq"}
+	if p.Queue != "" {
+		d.First += "?" + url.Values{"queue": {p.Queue}}.Encode()
+	}
 	var err error
 	if d.Jobs, d.Next, err = s.listJobs(r.Context(), p); err != nil {
 		return err

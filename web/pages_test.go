@@ -460,3 +460,28 @@ func TestChartAxisLabels(t *testing.T) {
 		}
 	}
 }
+
+// Retry all or discard all from a later page of the dead-letter queue
+// leads to its first page: the later page's cursor, a dead job, has just
+// been retried or deleted, and going back to it was a 400.
+func TestDLQBulkActionFromALaterPage(t *testing.T) {
+	h := tokens(t)
+	for _, id := range []string{"d1", "d2"} {
+		h.enqueue(`{"id":"` + id + `","command":"false","max_retries":0,"queue":"mail&more"}`)
+		h.runJob(id, queue.OutcomeFailed, "")
+	}
+	c := h.signIn(adminToken)
+	back := regexp.MustCompile(`action="/dlq/discard"[^>]*>\s*<input type="hidden" name="csrf" value="[^"]*"><input type="hidden" name="queue" value="[^"]*"><input type="hidden" name="back" value="([^"]*)">`)
+	page, csrf := h.page("/dlq?queue=mail%26more&after=d2", c)
+	m := back.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no discard-all form on the later page:\n%s", page)
+	}
+	rec := h.must(req{method: "POST", path: "/dlq/discard", body: url.Values{"csrf": {csrf}, "queue": {"mail&more"}, "back": {html.UnescapeString(m[1])}}.Encode(),
+		cookies: []*http.Cookie{c}, header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, http.StatusSeeOther)
+	loc := rec.Header().Get("Location")
+	if strings.Contains(loc, "after=") || !strings.Contains(loc, "queue=mail%26more") {
+		t.Errorf("discard all leads to %s, not the first page of the queue's dead jobs", loc)
+	}
+	h.must(req{path: loc, cookies: []*http.Cookie{c}, header: map[string]string{"Accept": "text/html"}}, http.StatusOK)
+}
