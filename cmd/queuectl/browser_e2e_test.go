@@ -186,11 +186,15 @@ job "heartbeat" {
 	step(t, ctx, "see an unfinished line", chromedp.WaitVisible(shows("step 1\nstep 2,")))
 	writeFile(t, gate(2), "")
 	step(t, ctx, "see it finished", chromedp.WaitVisible(shows("step 1\nstep 2, then 3\n")))
+	// The page says when its refreshes fail, and again when they work.
+	dot := func(text string) string { return `//span[contains(@class, "live-dot")][. = "` + text + `"]` }
+	step(t, ctx, "see the page say it is not updating", chromedp.WaitVisible(dot("not updating")))
 	// A refresh of the live region keeps the output, and what comes next
 	// still continues it.
 	value(t, ctx, "mark the live region", chromedp.Evaluate[bool](`document.querySelector("[data-live]").classList.add("seen"); true`))
 	refreshes(true)
 	step(t, ctx, "see the region refreshed", chromedp.WaitVisible(`//*[@data-live][not(contains(@class, "seen"))]`+shows("step 1\nstep 2, then 3\n")))
+	step(t, ctx, "see the page say it is live again", chromedp.WaitVisible(dot("live")))
 	refreshes(false)
 	writeFile(t, gate(3), "")
 	step(t, ctx, "see a line appended after the refresh", chromedp.WaitVisible(shows("step 1\nstep 2, then 3\nstep 4\n")))

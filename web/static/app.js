@@ -114,14 +114,24 @@
         // An action's message (.flash) sits outside the live region and
         // stays until the reader leaves the page: the address no longer
         // carries it, so no refreshed copy of the page has it.
-        document.body.classList.remove("stale");
+        stale(false);
         if (!live.hasAttribute("data-live")) { stopEvents(); }
       })
-      .catch(function () { document.body.classList.add("stale"); })
+      .catch(function () { stale(true); })
       .finally(function () {
         busy = false;
         if (again) { refresh(); }
       });
+  }
+
+  // stale says, on the live indicator too, that the page stopped updating:
+  // its refresh failed (the session ended, or the server does not answer).
+  function stale(on) {
+    document.body.classList.toggle("stale", on);
+    var dot = document.querySelector(".live-dot");
+    if (!dot) { return; }
+    dot.textContent = on ? "not updating" : "live";
+    dot.title = on ? "This page could not refresh (signed out, or the server does not answer): reload it" : "This page updates itself";
   }
 
   // streaming reports whether the event stream holds the running
