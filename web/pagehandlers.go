@@ -201,6 +201,12 @@ func (s *Server) dlqPage(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
+	// The queue shown stays in the filter, dead jobs or not (after Retry
+	// all, say): else the filter reads "All queues", and choosing that
+	// changes nothing.
+	if p.Queue != "" && !slices.Contains(d.Queues, p.Queue) {
+		d.Queues = append(d.Queues, p.Queue)
+	}
 	s.render(w, r, http.StatusOK, "dlq", page{Title: "Dead letters", Nav: "dlq", Data: d})
 	return nil
 }
