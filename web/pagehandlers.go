@@ -116,6 +116,10 @@ func (s *Server) jobsPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	d.Queues = st.QueueNames()
+	// As on the dead-letter page: the queue shown stays in the filter.
+	if p.Queue != "" && !slices.Contains(d.Queues, p.Queue) {
+		d.Queues = append(d.Queues, p.Queue)
+	}
 	s.render(w, r, http.StatusOK, "jobs", page{Title: "Jobs", Nav: "jobs", Data: d})
 	return nil
 }

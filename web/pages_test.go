@@ -386,7 +386,8 @@ func TestRedirectTargetsStayOnSite(t *testing.T) {
 }
 
 // A list filtered by label keeps the filter on its next page, in its
-// filter form and in the way back to the newest jobs.
+// filter form and in the way back to the newest jobs; one filtered by a
+// queue keeps it in the form even when the queue holds no job.
 func TestJobsPagesKeepTheLabelFilter(t *testing.T) {
 	h := tokens(t)
 	for i := range 4 {
@@ -408,6 +409,10 @@ func TestJobsPagesKeepTheLabelFilter(t *testing.T) {
 	}
 	if !strings.Contains(first, `<input type="hidden" name="label" value="team=web">`) {
 		t.Errorf("the filter form drops the label filter:\n%s", first)
+	}
+	// A queue without jobs stays named in the filter.
+	if empty, _ := h.page("/jobs?queue=nothing-here", c); !strings.Contains(empty, `<option value="nothing-here" selected>`) {
+		t.Errorf("the filter of a queue without jobs does not name it:\n%s", empty)
 	}
 	second, _ := h.page(href, c)
 	if strings.Contains(second, `href="/jobs/j1"`) || strings.Contains(second, `href="/jobs/j3"`) {
