@@ -207,6 +207,9 @@ job "heartbeat" {
 	if cancel := value(t, ctx, "cancel button", chromedp.Evaluate[bool](`document.querySelector("#cancel") !== null`)); cancel {
 		t.Error("the finished job still offers Cancel")
 	}
+	// It no longer updates, so it no longer says "live", as a finished
+	// job's page loaded afresh does not.
+	step(t, ctx, "see the live indicator go", chromedp.WaitNotVisible(chromedp.CSS(`.live-dot`)))
 	screenshot(t, ctx, "job")
 
 	// A chatty job: the page keeps about the last 64 KiB of its output,

@@ -115,7 +115,13 @@
         // stays until the reader leaves the page: the address no longer
         // carries it, so no refreshed copy of the page has it.
         stale(false);
-        if (!live.hasAttribute("data-live")) { stopEvents(); }
+        // A page whose live region ends (its job finished) stops
+        // updating: its indicator goes, as on a page loaded that way.
+        if (!live.hasAttribute("data-live")) {
+          stopEvents();
+          var dot = document.querySelector(".live-dot");
+          if (dot) { dot.classList.add("off"); }
+        }
       })
       .catch(function () { stale(true); })
       .finally(function () {
