@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/queuectl/queuectl/internal/view"
 	"github.com/queuectl/queuectl/queue"
@@ -15,6 +16,7 @@ import (
 // when the job is refused.
 type enqueueForm struct {
 	Command, Queue, ID, Priority, MaxRetries, Timeout, RunAt, Env, Dir string
+	Labels, After, UniqueKey, UniqueFor                                string
 	Error, Field                                                       string
 	Queues                                                             []string
 }
@@ -40,7 +42,8 @@ func (s *Server) renderEnqueue(w http.ResponseWriter, r *http.Request, status in
 func (s *Server) enqueueAction(w http.ResponseWriter, r *http.Request) error {
 	f := enqueueForm{}
 	for name, dst := range map[string]*string{"command": &f.Command, "queue": &f.Queue, "id": &f.ID, "priority": &f.Priority,
-		"max_retries": &f.MaxRetries, "timeout": &f.Timeout, "run_at": &f.RunAt, "env": &f.Env, "dir": &f.Dir} {
+		"max_retries": &f.MaxRetries, "timeout": &f.Timeout, "run_at": &f.RunAt, "env": &f.Env, "dir": &f.Dir,
+		"labels": &f.Labels, "after": &f.After, "unique_key": &f.UniqueKey, "unique_for": &f.UniqueFor} {
 		*dst = strings.TrimSpace(r.PostFormValue(name))
 	}
 	// Kept as typed, but a browser sends a textarea's line breaks as
@@ -65,10 +68,12 @@ func (s *Server) enqueueAction(w http.ResponseWriter, r *http.Request) error {
 }
 
 // json is the job object `queuectl enqueue` would take: empty fields are
-// left out, numbers must be numbers, env is KEY=VALUE lines.
+// left out, numbers must be numbers, env and labels are KEY=VALUE lines,
+// after is job ids separated by white space or commas.
 func (f enqueueForm) json() ([]byte, error) {
 	m := map[string]any{"command": f.Command}
-	for k, v := range map[string]string{"queue": f.Queue, "id": f.ID, "timeout": f.Timeout, "run_at": f.RunAt, "dir": f.Dir} {
+	for k, v := range map[string]string{"queue": f.Queue, "id": f.ID, "timeout": f.Timeout, "run_at": f.RunAt, "dir": f.Dir,
+		"unique_key": f.UniqueKey, "unique_for": f.UniqueFor} {
 		if v != "" {
 			m[k] = v
 		}
@@ -83,19 +88,43 @@ func (f enqueueForm) json() ([]byte, error) {
 		}
 		m[k] = n
 	}
-	if f.Env != "" {
-		env := map[string]string{}
-		for _, line := range strings.Split(f.Env, "\n") {
-			if line = strings.TrimSpace(line); line == "" {
-				continue
-			}
-			k, v, ok := strings.Cut(line, "=")
-			if !ok {
-				return nil, &view.SpecError{Field: "env", Msg: "env: " + strconv.Quote(line) + " is not KEY=VALUE"}
-			}
-			env[k] = v
+	for k, v := range map[string]string{"env": f.Env, "labels": f.Labels} {
+		if v == "" {
+			continue
 		}
-		m["env"] = env
+		pairs, err := keyValueLines(k, v)
+		if err != nil {
+			return nil, err
+		}
+		m[k] = pairs
+	}
+	if after := strings.FieldsFunc(f.After, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }); len(after) > 0 {
+		m["after"] = after
 	}
 	return json.Marshal(m)
+}
+
+// keyValueLines reads the KEY=VALUE lines of the form's field (blank
+// lines skipped); a key given twice keeps its last value for env, and is
+// refused for labels with two values (as --label refuses it).
+func keyValueLines(field, text string) (map[string]string, error) {
+	var items []string
+	out := map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, &view.SpecError{Field: field, Msg: field + ": " + strconv.Quote(line) + " is not KEY=VALUE"}
+		}
+		out[k] = v
+		items = append(items, line)
+	}
+	if field == "labels" {
+		if _, err := queue.ParseLabels(items); err != nil {
+			return nil, &view.SpecError{Field: field, Msg: strings.TrimPrefix(err.Error(), queue.ErrInvalid.Error()+": ")}
+		}
+	}
+	return out, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,11 +36,14 @@ func TestEnqueueFromThePage(t *testing.T) {
 		t.Errorf("without the CSRF token: %d", res.StatusCode)
 	}
 	for field, vals := range map[string]url.Values{
-		"priority": {"command": {"echo hi"}, "priority": {"high"}},
-		"queue":    {"command": {"echo hi"}, "queue": {"two words"}},
-		"run_at":   {"command": {"echo hi"}, "run_at": {"soon"}},
-		"env":      {"command": {"echo hi"}, "env": {"JUST_A_NAME"}},
-		"command":  {"command": {"  "}},
+		"priority":   {"command": {"echo hi"}, "priority": {"high"}},
+		"queue":      {"command": {"echo hi"}, "queue": {"two words"}},
+		"run_at":     {"command": {"echo hi"}, "run_at": {"soon"}},
+		"env":        {"command": {"echo hi"}, "env": {"JUST_A_NAME"}},
+		"command":    {"command": {"  "}},
+		"labels":     {"command": {"echo hi"}, "labels": {"team=a\nteam=b"}},
+		"after":      {"command": {"echo hi"}, "after": {"no-such-job"}},
+		"unique_for": {"command": {"echo hi"}, "unique_key": {"k"}, "unique_for": {"soon"}},
 	} {
 		vals.Set("csrf", csrf)
 		res := post(vals)
@@ -49,6 +54,9 @@ func TestEnqueueFromThePage(t *testing.T) {
 		}
 		if field == "priority" && !strings.Contains(page.String(), `name="priority" value="high"`) {
 			t.Errorf("the refused form lost what was typed")
+		}
+		if !strings.Contains(page.String(), `name="`+field+`"`) || !regexp.MustCompile(`name="`+field+`"[^>]*class="[^"]*bad`).MatchString(page.String()) {
+			t.Errorf("%s: the refused field is not marked", field)
 		}
 	}
 	if jobs, _ := h.store.ListJobs(context.Background(), queue.ListParams{}); len(jobs) != 0 {
@@ -76,6 +84,22 @@ func TestEnqueueFromThePage(t *testing.T) {
 	if j.Command != "echo <b>hi</b>" || j.Queue != "mail" || j.Priority != 5 || j.MaxRetries != 1 || j.Timeout.Seconds() != 90 ||
 		j.Env["GREETING"] != "hello" || j.Env["EMPTY"] != "" || len(j.Env) != 2 || j.Dir != "/tmp" {
 		t.Errorf("stored job: %+v", j)
+	}
+	// Labels, the jobs it runs after and a unique key, as the API takes
+	// them; a second job with the key is not added.
+	for range 2 {
+		res = post(url.Values{"csrf": {csrf}, "command": {"true"}, "labels": {"team=infra\r\ntier=1"},
+			"after": {"two-lines, from-form"}, "unique_key": {"nightly"}, "unique_for": {"1h"}})
+		if res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("enqueue with labels, after and a unique key: %d", res.StatusCode)
+		}
+	}
+	jobs, err := h.store.ListJobs(context.Background(), queue.ListParams{Labels: map[string]string{"team": "infra"}})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("jobs labelled team=infra: %d, %v; want 1", len(jobs), err)
+	}
+	if j := jobs[0]; j.Labels["tier"] != "1" || !slices.Equal(slices.Sorted(slices.Values(j.After)), []string{"from-form", "two-lines"}) || j.UniqueKey != "nightly" || j.State != queue.StateWaiting {
+		t.Errorf("stored job: labels %v, after %v, unique key %q, state %s", j.Labels, j.After, j.UniqueKey, j.State)
 	}
 }
 
