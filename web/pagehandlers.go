@@ -97,6 +97,7 @@ type jobsData struct {
 	Filter queue.ListParams
 	State  string
 	Labels []string // the label filters, key=value, as the address has them
+	Limit  string   // the page size the address asks for ("": the default)
 	Queues []string
 	States []queue.State
 	Paged  bool
@@ -107,7 +108,8 @@ func (s *Server) jobsPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d := jobsData{Filter: p, State: r.URL.Query().Get("state"), Labels: r.URL.Query()["label"], States: view.StatusStates(), Paged: p.After != ""}
+	d := jobsData{Filter: p, State: r.URL.Query().Get("state"), Labels: r.URL.Query()["label"], Limit: r.URL.Query().Get("limit"),
+		States: view.StatusStates(), Paged: p.After != ""}
 	if d.Jobs, d.Next, err = s.listJobs(r.Context(), p); err != nil {
 		return err
 	}

@@ -410,6 +410,10 @@ func TestJobsPagesKeepTheLabelFilter(t *testing.T) {
 	if !strings.Contains(first, `<input type="hidden" name="label" value="team=web">`) {
 		t.Errorf("the filter form drops the label filter:\n%s", first)
 	}
+	// The page size asked for holds on the next page and in the form.
+	if !strings.Contains(href, "limit=1") || !strings.Contains(first, `<input type="hidden" name="limit" value="1">`) {
+		t.Errorf("the next page %q or the filter form drops the page size", href)
+	}
 	// A queue without jobs stays named in the filter.
 	if empty, _ := h.page("/jobs?queue=nothing-here", c); !strings.Contains(empty, `<option value="nothing-here" selected>`) {
 		t.Errorf("the filter of a queue without jobs does not name it:\n%s", empty)
