@@ -32,6 +32,8 @@ func TestEveryPageRendersForAViewer(t *testing.T) {
 	for path, want := range map[string]string{
 		"/": "Throughput", "/?range=24h": "Last 24 hours", "/jobs": "d", "/jobs?state=dead&q=d": "false",
 		"/jobs/d": "oops", "/dlq": "1 dead job(s)", "/cron": "every day at 03:00", "/workers": "box",
+		// Without script the dead-letter queue filter still has a button.
+		"/dlq?queue=default": `<noscript><button class="btn small" type="submit">Filter</button></noscript>`,
 	} {
 		body, _ := h.page(path, c)
 		if !strings.Contains(body, want) {
