@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/queuectl/queuectl/internal/view"
@@ -32,6 +33,7 @@ func (s *Server) pageRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /cron/{name}/trigger", s.action(s.triggerAction))
 	mux.Handle("POST /queues/{name}/pause", s.action(s.pauseAction))
 	mux.Handle("POST /queues/{name}/resume", s.action(s.resumeAction))
+	mux.Handle("POST /queues/{name}/limits", s.action(s.limitsAction))
 	mux.Handle("/", s.view(func(http.ResponseWriter, *http.Request) error {
 		return errorf(http.StatusNotFound, codeNotFound, "There is no such page.")
 	}))
@@ -311,6 +313,36 @@ func (s *Server) resumeAction(r *http.Request) (url.Values, error) {
 	err := s.cfg.Store.UpdateQueueControls(r.Context(), queue.ControlUpdate{Names: []string{r.PathValue("name")}, Paused: ptr(false)})
 	s.audit(r, "resume", r.PathValue("name"), err)
 	return done("queue_resumed", -1), err
+}
+
+// limitsAction sets a queue's global limits from the form of the queues
+// table, as queue set and PUT /api/v1/queues/{name}/limits do: an empty
+// field is no limit.
+func (s *Server) limitsAction(r *http.Request) (url.Values, error) {
+	u, err := formLimits(r.PostFormValue("max_running"), r.PostFormValue("rate_limit"))
+	if err == nil {
+		u.Names = []string{r.PathValue("name")}
+		err = s.cfg.Store.UpdateQueueControls(r.Context(), u)
+	}
+	s.audit(r, "limits", r.PathValue("name"), err)
+	return done("queue_limits", -1), err
+}
+
+// formLimits reads the limits form's fields: a whole number of jobs from
+// 0 (none) and a rate such as 10/s ("" or 0: none).
+func formLimits(maxRunning, rate string) (queue.ControlUpdate, error) {
+	n := 0
+	if maxRunning = strings.TrimSpace(maxRunning); maxRunning != "" {
+		var err error
+		if n, err = strconv.Atoi(maxRunning); err != nil || n < 0 || n > queue.MaxRunningLimit {
+			return queue.ControlUpdate{}, invalidField("max_running", "max running %q: use a whole number from 0 (no limit) to %d", maxRunning, queue.MaxRunningLimit)
+		}
+	}
+	r, err := queue.ParseRateLimit(rate)
+	if err != nil {
+		return queue.ControlUpdate{}, invalidField("rate_limit", "%s", strings.TrimPrefix(err.Error(), queue.ErrInvalid.Error()+": "))
+	}
+	return queue.ControlUpdate{MaxRunning: &n, Rate: &r}, nil
 }
 
 // audit logs an action taken from the dashboard.

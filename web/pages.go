@@ -194,6 +194,8 @@ func flashMessage(q url.Values) string {
 		return "Queue paused: workers start none of its jobs until it is resumed."
 	case "queue_resumed":
 		return "Queue resumed."
+	case "queue_limits":
+		return "Queue limits set: every worker's claims obey them."
 	}
 	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -182,7 +183,7 @@ func TestViewerMayNotActFromPages(t *testing.T) {
 	c := h.signIn(viewerToken)
 	_, csrf := h.page("/dlq", c)
 	for _, path := range []string{"/jobs/d/retry", "/jobs/d/discard", "/jobs/p/cancel", "/dlq/retry", "/dlq/discard", "/cron/nightly/trigger",
-		"/queues/default/pause", "/queues/default/resume"} {
+		"/queues/default/pause", "/queues/default/resume", "/queues/default/limits"} {
 		rec := h.must(req{method: "POST", path: path, body: "csrf=" + csrf + "&back=/dlq", cookies: []*http.Cookie{c},
 			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, http.StatusForbidden)
 		if e := errCode(t, rec); e.Code != codeForbidden {
@@ -216,19 +217,7 @@ func TestPauseAndResumeFromPages(t *testing.T) {
 		h.must(req{method: "POST", path: path, body: "csrf=" + csrf + "&back=/workers", cookies: []*http.Cookie{c},
 			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, http.StatusSeeOther)
 	}
-	paused := func() bool {
-		t.Helper()
-		cs, err := h.store.QueueControls(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range cs {
-			if c.Name == "mail" {
-				return c.Paused
-			}
-		}
-		return false
-	}
+	paused := func() bool { return storedControl(t, h.store, "mail").Paused }
 	act("/queues/mail/pause")
 	if !paused() {
 		t.Fatal("the pause button did not pause the queue")
@@ -244,8 +233,46 @@ func TestPauseAndResumeFromPages(t *testing.T) {
 		t.Fatal("the resume button did not resume the queue")
 	}
 	v := h.signIn(viewerToken)
-	if body, _ := h.page("/workers", v); strings.Contains(body, `id="pause-mail"`) {
-		t.Error("a viewer is offered the pause button")
+	if body, _ := h.page("/workers", v); strings.Contains(body, `id="pause-mail"`) || strings.Contains(body, `id="limits-mail"`) {
+		t.Error("a viewer is offered the pause button or the limits form")
+	}
+}
+
+// Admins set and clear a queue's limits from the queues table; bad values
+// are refused naming the field, and change nothing.
+func TestQueueLimitsFromPages(t *testing.T) {
+	h := tokens(t)
+	h.enqueue(`{"id":"p","command":"true","queue":"mail"}`)
+	c := h.signIn(adminToken)
+	body, csrf := h.page("/workers", c)
+	if !strings.Contains(body, `id="limits-mail"`) || !strings.Contains(body, `action="/queues/mail/limits"`) {
+		t.Fatalf("no limits form for the queue:\n%s", body)
+	}
+	set := func(maxRunning, rate string, status int) *httptest.ResponseRecorder {
+		t.Helper()
+		return h.must(req{method: "POST", path: "/queues/mail/limits", cookies: []*http.Cookie{c},
+			body:   url.Values{"csrf": {csrf}, "back": {"/workers"}, "max_running": {maxRunning}, "rate_limit": {rate}}.Encode(),
+			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, status)
+	}
+	control := func() queue.QueueControl { return storedControl(t, h.store, "mail") }
+	if loc := set("3", "10/m", http.StatusSeeOther).Header().Get("Location"); loc != "/workers?done=queue_limits" {
+		t.Errorf("after setting limits: to %q", loc)
+	}
+	if c := control(); c.MaxRunning != 3 || c.Rate != (queue.RateLimit{N: 10, Per: time.Minute}) {
+		t.Fatalf("stored limits: %+v", c)
+	}
+	if body, _ := h.page("/workers", c); !strings.Contains(body, "3 running at most") || !strings.Contains(body, `name="rate_limit" value="10/m"`) {
+		t.Errorf("the table does not show the limits set")
+	}
+	for _, bad := range [][2]string{{"-1", ""}, {"many", ""}, {"", "fast"}, {"1000001", ""}} {
+		set(bad[0], bad[1], http.StatusBadRequest)
+	}
+	if c := control(); c.MaxRunning != 3 || c.Rate.N != 10 {
+		t.Fatalf("a refused form changed the limits: %+v", c)
+	}
+	set("", "", http.StatusSeeOther) // empty fields: no limits
+	if c := control(); c.Limited() {
+		t.Fatalf("cleared limits: %+v", c)
 	}
 }
 
@@ -500,4 +527,19 @@ func TestDLQBulkActionFromALaterPage(t *testing.T) {
 	if !strings.Contains(first, `<option value="mail&amp;more" selected>`) {
 		t.Errorf("the first page's filter does not name its queue:\n%s", first)
 	}
+}
+
+// storedControl reads queue name's stored control (the zero one if none).
+func storedControl(t *testing.T, st queue.Store, name string) queue.QueueControl {
+	t.Helper()
+	cs, err := st.QueueControls(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if c.Name == name {
+			return c
+		}
+	}
+	return queue.QueueControl{}
 }

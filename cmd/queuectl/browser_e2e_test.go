@@ -304,6 +304,17 @@ job "heartbeat" {
 		t.Errorf("the queue paused from the page is not paused:\n%s", out)
 	}
 	screenshot(t, ctx, "workers")
+	// A queue's limits, from the form its Limits button opens.
+	step(t, ctx, "open the limits form", chromedp.Click(chromedp.CSS(`#limits-default`)),
+		chromedp.WaitVisible(chromedp.CSS(`form[action="/queues/default/limits"] input[name="max_running"]`)))
+	screenshot(t, ctx, "workers-limits")
+	step(t, ctx, "set the limits", chromedp.SendKeys(chromedp.CSS(`form[action="/queues/default/limits"] input[name="max_running"]`), "3"),
+		chromedp.SendKeys(chromedp.CSS(`form[action="/queues/default/limits"] input[name="rate_limit"]`), "20/m"),
+		chromedp.Click(chromedp.CSS(`form[action="/queues/default/limits"] button`)),
+		chromedp.WaitVisible(`//div[contains(text(), "3 running at most")]`))
+	if out := c.ok("queue", "list"); !strings.Contains(out, "3            20/m") {
+		t.Errorf("the limits set from the page are not stored:\n%s", out)
+	}
 
 	// Retry every dead job of a queue: the message, with its count, leaves
 	// the address as the job page's does.
