@@ -106,11 +106,14 @@ type jobsData struct {
 }
 
 func (s *Server) jobsPage(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r.URL.Query(), s.now())
+	q := r.URL.Query()
+	// The form's label field left empty adds no filter.
+	q["label"] = slices.DeleteFunc(q["label"], func(l string) bool { return strings.TrimSpace(l) == "" })
+	p, err := listParams(q, s.now())
 	if err != nil {
 		return err
 	}
-	d := jobsData{Filter: p, State: r.URL.Query().Get("state"), Labels: r.URL.Query()["label"], Limit: r.URL.Query().Get("limit"),
+	d := jobsData{Filter: p, State: q.Get("state"), Labels: q["label"], Limit: q.Get("limit"),
 		States: view.StatusStates(), Paged: p.After != ""}
 	if d.Jobs, d.Next, err = s.listJobs(r.Context(), p); err != nil {
 		return err

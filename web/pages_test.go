@@ -439,6 +439,16 @@ func TestJobsPagesKeepTheLabelFilter(t *testing.T) {
 	if !strings.Contains(first, `<input type="hidden" name="label" value="team=web">`) {
 		t.Errorf("the filter form drops the label filter:\n%s", first)
 	}
+	// The form adds a label filter from its field; left empty, none.
+	if !strings.Contains(first, `name="label" class="label-input mono"`) {
+		t.Errorf("the filter form has no field to add a label filter")
+	}
+	if body, _ := h.page("/jobs?q=&state=&queue=&label=", c); !strings.Contains(body, `href="/jobs/j1"`) {
+		t.Errorf("an empty label field filtered the list")
+	}
+	if body, _ := h.page("/jobs?label=team%3Dops&label=", c); strings.Contains(body, `href="/jobs/j0"`) || !strings.Contains(body, `href="/jobs/j1"`) {
+		t.Errorf("a label typed in the field does not filter the list")
+	}
 	// The page size asked for holds on the next page and in the form.
 	if !strings.Contains(href, "limit=1") || !strings.Contains(first, `<input type="hidden" name="limit" value="1">`) {
 		t.Errorf("the next page %q or the filter form drops the page size", href)
