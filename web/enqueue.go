@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/queuectl/queuectl/internal/view"
 	"github.com/queuectl/queuectl/queue"
@@ -69,7 +68,7 @@ func (s *Server) enqueueAction(w http.ResponseWriter, r *http.Request) error {
 
 // json is the job object `queuectl enqueue` would take: empty fields are
 // left out, numbers must be numbers, env and labels are KEY=VALUE lines,
-// after is job ids separated by white space or commas.
+// after is job ids separated by white space.
 func (f enqueueForm) json() ([]byte, error) {
 	m := map[string]any{"command": f.Command}
 	for k, v := range map[string]string{"queue": f.Queue, "id": f.ID, "timeout": f.Timeout, "run_at": f.RunAt, "dir": f.Dir,
@@ -88,17 +87,18 @@ func (f enqueueForm) json() ([]byte, error) {
 		}
 		m[k] = n
 	}
-	for k, v := range map[string]string{"env": f.Env, "labels": f.Labels} {
-		if v == "" {
+	for _, kv := range [][2]string{{"env", f.Env}, {"labels", f.Labels}} { // in order: the first bad one is marked
+		if kv[1] == "" {
 			continue
 		}
-		pairs, err := keyValueLines(k, v)
+		pairs, err := keyValueLines(kv[0], kv[1])
 		if err != nil {
 			return nil, err
 		}
-		m[k] = pairs
+		m[kv[0]] = pairs
 	}
-	if after := strings.FieldsFunc(f.After, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }); len(after) > 0 {
+	// Ids hold no white space, but may hold commas.
+	if after := strings.Fields(f.After); len(after) > 0 {
 		m["after"] = after
 	}
 	return json.Marshal(m)

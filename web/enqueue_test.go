@@ -89,10 +89,20 @@ func TestEnqueueFromThePage(t *testing.T) {
 	// them; a second job with the key is not added.
 	for range 2 {
 		res = post(url.Values{"csrf": {csrf}, "command": {"true"}, "labels": {"team=infra\r\ntier=1"},
-			"after": {"two-lines, from-form"}, "unique_key": {"nightly"}, "unique_for": {"1h"}})
+			"after": {"two-lines  from-form\r\n"}, "unique_key": {"nightly"}, "unique_for": {"1h"}})
 		if res.StatusCode != http.StatusSeeOther {
 			t.Fatalf("enqueue with labels, after and a unique key: %d", res.StatusCode)
 		}
+	}
+	// An id may hold a comma: the field splits on white space only.
+	if res = post(url.Values{"csrf": {csrf}, "command": {"true"}, "id": {"build,1"}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("enqueue build,1: %d", res.StatusCode)
+	}
+	if res = post(url.Values{"csrf": {csrf}, "command": {"true"}, "id": {"after-comma"}, "after": {"build,1"}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("enqueue after build,1: %d", res.StatusCode)
+	}
+	if j, err := h.store.GetJob(context.Background(), "after-comma"); err != nil || !slices.Equal(j.After, []string{"build,1"}) {
+		t.Errorf("a job after build,1 runs after %v, %v", j.After, err)
 	}
 	jobs, err := h.store.ListJobs(context.Background(), queue.ListParams{Labels: map[string]string{"team": "infra"}})
 	if err != nil || len(jobs) != 1 {

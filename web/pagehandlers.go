@@ -107,8 +107,7 @@ type jobsData struct {
 
 func (s *Server) jobsPage(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	// The form's label field left empty adds no filter.
-	q["label"] = slices.DeleteFunc(q["label"], func(l string) bool { return strings.TrimSpace(l) == "" })
+	q["label"] = formLabels(q["label"])
 	p, err := listParams(q, s.now())
 	if err != nil {
 		return err
@@ -129,6 +128,22 @@ func (s *Server) jobsPage(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.render(w, r, http.StatusOK, "jobs", page{Title: "Jobs", Nav: "jobs", Data: d})
 	return nil
+}
+
+// formLabels are the jobs page's label filters: those applied, then the
+// one typed in the form's field, trimmed. An empty field adds none, and a
+// key typed again replaces its filter (a job holds one value per key).
+func formLabels(items []string) []string {
+	var out []string
+	for _, l := range items {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		key, _, _ := strings.Cut(l, "=")
+		out = slices.DeleteFunc(out, func(o string) bool { k, _, _ := strings.Cut(o, "="); return k == key })
+		out = append(out, l)
+	}
+	return out
 }
 
 type jobData struct {
@@ -307,15 +322,28 @@ func (s *Server) triggerAction(r *http.Request) (url.Values, error) {
 }
 
 func (s *Server) pauseAction(r *http.Request) (url.Values, error) {
-	err := s.cfg.Store.UpdateQueueControls(r.Context(), queue.ControlUpdate{Names: []string{r.PathValue("name")}, Paused: ptr(true)})
-	s.audit(r, "pause", r.PathValue("name"), err)
+	err := s.steerFromPage(r, "pause", queue.ControlUpdate{Paused: ptr(true)})
 	return done("queue_paused", -1), err
 }
 
 func (s *Server) resumeAction(r *http.Request) (url.Values, error) {
-	err := s.cfg.Store.UpdateQueueControls(r.Context(), queue.ControlUpdate{Names: []string{r.PathValue("name")}, Paused: ptr(false)})
-	s.audit(r, "resume", r.PathValue("name"), err)
+	err := s.steerFromPage(r, "resume", queue.ControlUpdate{Paused: ptr(false)})
 	return done("queue_resumed", -1), err
+}
+
+// steerFromPage applies u to the queue named in the path, as the API's
+// steerQueue does, and logs the action.
+func (s *Server) steerFromPage(r *http.Request, action string, u queue.ControlUpdate) error {
+	name := r.PathValue("name")
+	err := queue.CheckName("queue name", name)
+	if err != nil {
+		err = invalidField("name", "%s", strings.TrimPrefix(err.Error(), queue.ErrInvalid.Error()+": "))
+	} else {
+		u.Names = []string{name}
+		err = s.cfg.Store.UpdateQueueControls(r.Context(), u)
+	}
+	s.audit(r, action, name, err)
+	return err
 }
 
 // limitsAction sets a queue's global limits from the form of the queues
@@ -324,10 +352,8 @@ func (s *Server) resumeAction(r *http.Request) (url.Values, error) {
 func (s *Server) limitsAction(r *http.Request) (url.Values, error) {
 	u, err := formLimits(r.PostFormValue("max_running"), r.PostFormValue("rate_limit"))
 	if err == nil {
-		u.Names = []string{r.PathValue("name")}
-		err = s.cfg.Store.UpdateQueueControls(r.Context(), u)
+		err = s.steerFromPage(r, "limits", u)
 	}
-	s.audit(r, "limits", r.PathValue("name"), err)
 	return done("queue_limits", -1), err
 }
 

@@ -265,7 +265,19 @@ func TestQueueLimitsFromPages(t *testing.T) {
 		t.Errorf("the table does not show the limits set")
 	}
 	for _, bad := range [][2]string{{"-1", ""}, {"many", ""}, {"", "fast"}, {"1000001", ""}} {
-		set(bad[0], bad[1], http.StatusBadRequest)
+		field := "max_running"
+		if bad[1] != "" {
+			field = "rate_limit"
+		}
+		if e := errCode(t, set(bad[0], bad[1], http.StatusBadRequest)); e.Field != field {
+			t.Errorf("max running %q, rate %q: the error names field %q, want %s", bad[0], bad[1], e.Field, field)
+		}
+	}
+	// A queue name no queue can have is refused naming it, as the API does.
+	rec := h.must(req{method: "POST", path: "/queues/a%20b/pause", cookies: []*http.Cookie{c}, body: url.Values{"csrf": {csrf}}.Encode(),
+		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, http.StatusBadRequest)
+	if e := errCode(t, rec); e.Field != "name" {
+		t.Errorf("pause of a bad queue name: %+v", e)
 	}
 	if c := control(); c.MaxRunning != 3 || c.Rate.N != 10 {
 		t.Fatalf("a refused form changed the limits: %+v", c)
@@ -448,6 +460,12 @@ func TestJobsPagesKeepTheLabelFilter(t *testing.T) {
 	}
 	if body, _ := h.page("/jobs?label=team%3Dops&label=", c); strings.Contains(body, `href="/jobs/j0"`) || !strings.Contains(body, `href="/jobs/j1"`) {
 		t.Errorf("a label typed in the field does not filter the list")
+	}
+	// Typed with spaces around it, or for a key already filtered (which it
+	// replaces): still one filter.
+	if body, _ := h.page("/jobs?label=team%3Dweb&label=+team%3Dops+", c); strings.Contains(body, `href="/jobs/j0"`) || !strings.Contains(body, `href="/jobs/j1"`) ||
+		strings.Contains(body, `value="team=web"`) {
+		t.Errorf("a label typed for a key already filtered does not replace its filter")
 	}
 	// The page size asked for holds on the next page and in the form.
 	if !strings.Contains(href, "limit=1") || !strings.Contains(first, `<input type="hidden" name="limit" value="1">`) {

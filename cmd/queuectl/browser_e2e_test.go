@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -312,8 +313,18 @@ job "heartbeat" {
 		chromedp.SendKeys(chromedp.CSS(`form[action="/queues/default/limits"] input[name="rate_limit"]`), "20/m"),
 		chromedp.Click(chromedp.CSS(`form[action="/queues/default/limits"] button`)),
 		chromedp.WaitVisible(`//div[contains(text(), "3 running at most")]`))
-	if out := c.ok("queue", "list"); !strings.Contains(out, "3            20/m") {
-		t.Errorf("the limits set from the page are not stored:\n%s", out)
+	var queues []struct {
+		Name       string  `json:"name"`
+		MaxRunning int     `json:"max_running"`
+		RateLimit  *string `json:"rate_limit"`
+	}
+	if err := json.Unmarshal([]byte(c.ok("queue", "list", "--json")), &queues); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range queues {
+		if q.Name == "default" && (q.MaxRunning != 3 || q.RateLimit == nil || *q.RateLimit != "20/m") {
+			t.Errorf("the limits set from the page are not stored: %+v", q)
+		}
 	}
 
 	// Retry every dead job of a queue: the message, with its count, leaves
