@@ -578,6 +578,7 @@ func TestE2EBadInput(t *testing.T) {
 		{"negative retries flag", []string{"enqueue", "--command", "true", "--max-retries", "-1"}, 2, "max-retries"},
 		{"bad run_at", []string{"enqueue", `{"command":"true","run_at":"tomorrow"}`}, 2, "run_at"},
 		{"bad timeout", []string{"enqueue", `{"command":"true","timeout":"soon"}`}, 2, "timeout"},
+		{"wait without a positive timeout", []string{"wait", "--timeout", "0s", "taken"}, 2, `queuectl: wait: --timeout "0s": want a positive duration`},
 		{"unknown state", []string{"list", "--state", "sleeping"}, 2, "pending, scheduled, processing"},
 		{"unknown id", []string{"show", "nope"}, 1, "nope"},
 		{"unknown id retry", []string{"retry", "nope"}, 1, "nope"},

@@ -61,7 +61,7 @@ not by slow polling.`,
 			if timeout != "" {
 				d, err := duration.Parse(timeout)
 				if err != nil || d <= 0 {
-					return usagef("--timeout %q: want a positive duration such as 30s or 10m", timeout)
+					return usagef("wait: --timeout %q: want a positive duration such as 30s or 10m", timeout)
 				}
 				limit = d
 			}
