@@ -26,7 +26,8 @@ func (s *service) waitForStop(sigs <-chan os.Signal) {
 			sig = syscall.SIGTERM
 		}
 		if sig != syscall.SIGHUP {
-			s.log.Info().Str("signal", sig.String()).Msg("stopping: running jobs may finish (send the signal again to stop them)")
+			s.log.Info().Str("signal", sig.String()).Int64("grace_ms", s.o.grace.Milliseconds()).
+				Msg("stopping: running jobs may finish (send the signal again to stop them)")
 			return
 		}
 		// A stop signal cancels a reload that waits on the database

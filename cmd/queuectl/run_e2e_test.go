@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -386,6 +387,9 @@ func TestE2ERunGraceOverSaysSo(t *testing.T) {
 	}
 	if !strings.Contains(svc.log(), `"message":"grace period over: stopping running jobs"`) {
 		t.Fatalf("no log line saying the grace period ran out:\n%s", svc.log())
+	}
+	if !regexp.MustCompile(`"grace_ms":500,[^}]*"message":"stopping: running jobs may finish`).MatchString(svc.log()) {
+		t.Fatalf("the stop line does not say how long running jobs may take:\n%s", svc.log())
 	}
 	if j := c.job("long"); j.State != "pending" {
 		t.Fatalf("a job stopped at the end of the grace period must be put back: %+v", j)

@@ -29,7 +29,8 @@ func Serve(ctx context.Context, log zerolog.Logger, grace time.Duration,
 	}
 	select {
 	case s := <-sigs:
-		log.Info().Str("signal", s.String()).Msg("stopping: running jobs may finish (send the signal again to stop them)")
+		log.Info().Str("signal", s.String()).Int64("grace_ms", grace.Milliseconds()).
+			Msg("stopping: running jobs may finish (send the signal again to stop them)")
 	case <-asked:
 		log.Info().Msg("stop requested: running jobs may finish")
 	case <-ctx.Done():
