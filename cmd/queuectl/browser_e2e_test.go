@@ -41,8 +41,12 @@ func chromium(t *testing.T) string {
 // background networking (the machine may have no network).
 func browser(t *testing.T) context.Context {
 	t.Helper()
+	// Chromium leaves a directory of its sockets in TMPDIR when it is
+	// killed: the test's own temporary directory removes it.
+	tmp := t.TempDir()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium(t)),
+		chromedp.Env("TMPDIR=" + tmp),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-background-networking", true),
@@ -50,7 +54,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-default-apps", true),
 		chromedp.Flag("disable-extensions", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(filepath.Join(tmp, "profile")),
 		chromedp.WindowSize(1440, 960),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
