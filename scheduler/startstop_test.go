@@ -1,7 +1,6 @@
 package scheduler_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/queuectl/queuectl/internal/testutil/fakeclock"
+	"github.com/queuectl/queuectl/internal/testutil/syncbuf"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/scheduler"
 	"github.com/rs/zerolog"
@@ -98,7 +98,7 @@ func (s *failingStore) Templates(ctx context.Context) ([]*queue.Template, error)
 func TestFailingTicksLogOnce(t *testing.T) {
 	st := &failingStore{ctxStore: ctxStore{ctxs: map[context.Context]bool{}}}
 	st.fails.Store(50)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	clock := fakeclock.New(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)) // still: the minute never passes
 	s := scheduler.New(st, scheduler.Config{Tick: time.Millisecond, Clock: clock, Log: zerolog.New(&logs)})
 	if err := s.Start(context.Background()); err != nil {
@@ -119,22 +119,4 @@ func TestFailingTicksLogOnce(t *testing.T) {
 	if !strings.Contains(out, `"failures":50,"message":"scheduler ticks again"`) {
 		t.Fatalf("the recovery line does not count the failures:\n%s", out)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the scheduler's loop and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,7 +62,10 @@ func TestE2EReadOnlyDirectory(t *testing.T) {
 	db := filepath.Join(dir, "queue.db")
 	c.ok("--db", db, "enqueue", `{"id":"kept","command":"echo hi"}`)
 	bin := filepath.Join(top, "queuectl") // where nobody may run it
-	copyFile(t, binary, bin)
+	testfs.Copy(t, binary, bin)
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	as := func(cmd *exec.Cmd) *exec.Cmd { return cmd }
 	if os.Geteuid() == 0 {
 		const nobody = 65534
@@ -95,26 +97,6 @@ func TestE2EReadOnlyDirectory(t *testing.T) {
 	stdout, stderr, code := run("enqueue", `{"command":"true"}`)
 	if code == 0 || stdout != "" || !strings.Contains(stderr, "read-only") || !strings.Contains(stderr, db) {
 		t.Fatalf("enqueue in a read-only directory: exit %d, stdout %q, stderr %q", code, stdout, stderr)
-	}
-}
-
-// copyFile copies an executable file.
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	in, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -13,12 +13,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/queuectl/queuectl/config"
+	"github.com/queuectl/queuectl/internal/testutil/syncbuf"
 )
 
 // exampleRoot copies the repository's examples directory into a fresh
@@ -139,24 +139,6 @@ func readOnly(command string) bool {
 	return false
 }
 
-// lockedBuffer collects a background process's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestE2EReadmeWalkthrough runs the README's service walkthrough as
 // written, each command with bash from the repository root, and checks
 // that each prints what the README shows.
@@ -168,7 +150,7 @@ func TestE2EReadmeWalkthrough(t *testing.T) {
 	root := exampleRoot(t)
 	env := newcomerEnv(t)
 	var bg *exec.Cmd
-	var bgOut lockedBuffer
+	var bgOut syncbuf.Buffer
 	bgDone := make(chan error, 1)
 	t.Cleanup(func() {
 		if bg != nil && bg.ProcessState == nil {
@@ -237,7 +219,7 @@ func TestE2EExampleJobsSucceed(t *testing.T) {
 		return runProcess(t, cmd)
 	}
 	svc := exec.Command(binary, "run", "-c", "examples/queue.hcl")
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	svc.Dir, svc.Env, svc.Stdout, svc.Stderr = root, env, &log, &log
 	if err := svc.Start(); err != nil {
 		t.Fatal(err)

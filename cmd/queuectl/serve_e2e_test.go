@@ -11,12 +11,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/queuectl/queuectl/internal/testutil/syncbuf"
 )
 
 // server is a running `queuectl serve`.
 type server struct {
 	url  string
-	logs *lockedBuffer
+	logs *syncbuf.Buffer
 }
 
 // startServe starts `queuectl serve` with extra environment and arguments,
@@ -32,7 +34,7 @@ func startServe(t *testing.T, c *cli, env []string, args ...string) *server {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{logs: &lockedBuffer{}}
+	s := &server{logs: &syncbuf.Buffer{}}
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
