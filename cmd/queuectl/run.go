@@ -141,7 +141,7 @@ func applyFile(ctx context.Context, st queue.Store, f *config.File, now time.Tim
 		}
 		// The file says what a declared queue's limits are (none when
 		// unset); a pause is left as it is.
-		rate := queue.RateLimit{N: q.RateCount, Per: q.RatePer}
+		rate := fileRate(q)
 		if c, ok := controlOf(stored, q.Name); ok && (c.MaxRunning != q.MaxRunning || !sameRate(c.Rate, rate)) {
 			replaced = append(replaced, c)
 		}
@@ -474,15 +474,22 @@ func fileChangedLimits(old, cur *config.File, name string) bool {
 	if old == nil {
 		return false
 	}
-	limits := func(f *config.File) (int, queue.RateLimit, bool) {
-		for _, q := range f.Queues {
-			if q.Name == name && !q.Implicit {
-				return q.MaxRunning, queue.RateLimit{N: q.RateCount, Per: q.RatePer}, true
-			}
-		}
-		return 0, queue.RateLimit{}, false
-	}
-	m0, r0, ok0 := limits(old)
-	m1, r1, ok1 := limits(cur)
-	return ok0 != ok1 || m0 != m1 || !sameRate(r0, r1)
+	was, wasDeclared := declaredQueue(old, name)
+	is, isDeclared := declaredQueue(cur, name)
+	return wasDeclared != isDeclared || was.MaxRunning != is.MaxRunning || !sameRate(fileRate(was), fileRate(is))
 }
+
+// declaredQueue finds a queue the file declares (an implicit default
+// queue is not declared).
+func declaredQueue(f *config.File, name string) (config.Queue, bool) {
+	for _, q := range f.Queues {
+		if q.Name == name && !q.Implicit {
+			return q, true
+		}
+	}
+	return config.Queue{}, false
+}
+
+// fileRate is a queue's rate limit as the file declares it (none when
+// unset).
+func fileRate(q config.Queue) queue.RateLimit { return queue.RateLimit{N: q.RateCount, Per: q.RatePer} }

@@ -540,6 +540,14 @@ func TestE2EReloadSaysItRestoredQueueLimits(t *testing.T) {
 	if line := reload(); !strings.Contains(line, "nothing changed") {
 		t.Fatalf("a reload that changed nothing logged %s", line)
 	}
+	// The file's own change of a limit is a changed queue, not a restore.
+	writeFile(t, cfg, "queue \"q\" {\n  max_running = 4\n}\n")
+	if line := reload(); strings.Contains(line, "queue_limits_restored") || !strings.Contains(line, `"queues_changed":["q"]`) {
+		t.Fatalf("a reload whose file changed the limit logged %s", line)
+	}
+	if got := maxRunning(); got != "4" {
+		t.Fatalf("max running after the file changed it: %s, want 4", got)
+	}
 
 	svc.signal(syscall.SIGTERM)
 	if err := svc.wait(30 * time.Second); err != nil {
