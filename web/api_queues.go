@@ -86,9 +86,9 @@ func (s *Server) apiQueueLimits(_ http.ResponseWriter, r *http.Request) (any, er
 		u.MaxRunning = &n
 	}
 	if given(req.RateLimit) {
-		rate, err := queue.ParseRateLimit(rawText(req.RateLimit)) // of numbers, only 0 will do
+		rate, err := parseRate(rawText(req.RateLimit)) // of numbers, only 0 will do
 		if err != nil {
-			return nil, invalidField("rate_limit", "%s", strings.TrimPrefix(err.Error(), queue.ErrInvalid.Error()+": "))
+			return nil, err
 		}
 		u.Rate = &rate
 	}
@@ -112,30 +112,55 @@ func rawText(raw json.RawMessage) string {
 
 // parseMaxRunning reads max_running: a whole number, or one in a string.
 func parseMaxRunning(raw json.RawMessage) (int, error) {
-	n, err := strconv.Atoi(rawText(raw))
+	var one bytes.Buffer // the value on one line
+	json.Compact(&one, raw)
+	return maxRunningFrom(rawText(raw), one.String())
+}
+
+// maxRunningFrom reads a max running limit from text; shown is the value
+// as the error names it.
+func maxRunningFrom(text, shown string) (int, error) {
+	n, err := strconv.Atoi(text)
 	if err != nil || n < 0 || n > queue.MaxRunningLimit {
-		var one bytes.Buffer // the value on one line
-		json.Compact(&one, raw)
-		return 0, invalidField("max_running", "max_running %s: must be a whole number from 0 (no limit) to %d", one.Bytes(), queue.MaxRunningLimit)
+		return 0, invalidField("max_running", "max_running %s: must be a whole number from 0 (no limit) to %d", shown, queue.MaxRunningLimit)
 	}
 	return n, nil
 }
 
+// parseRate reads a rate limit such as 10/s ("" or 0: none).
+func parseRate(text string) (queue.RateLimit, error) {
+	rate, err := queue.ParseRateLimit(text)
+	if err != nil {
+		return rate, invalidBecause("rate_limit", err)
+	}
+	return rate, nil
+}
+
 // steerQueue applies u to the queue named in the path.
 func (s *Server) steerQueue(r *http.Request, u queue.ControlUpdate) (any, error) {
-	name := r.PathValue("name")
-	if err := queue.CheckName("queue name", name); err != nil {
-		return nil, invalidField("name", "%s", strings.TrimPrefix(err.Error(), queue.ErrInvalid.Error()+": "))
-	}
-	u.Names = []string{name}
-	if err := s.cfg.Store.UpdateQueueControls(r.Context(), u); err != nil {
-		if errors.Is(err, queue.ErrInvalid) { // not a job's fault: no invalid_job
-			return nil, invalidField("", "%s", err)
-		}
+	name, err := s.steer(r, u)
+	if err != nil {
 		return nil, err
 	}
 	s.cfg.Log.Info().Str("queue", name).Msg("queue controls changed over http")
 	return s.queueResult(r.Context(), name)
+}
+
+// steer applies u to the queue named in the path, for the API and the
+// pages alike, and returns the name.
+func (s *Server) steer(r *http.Request, u queue.ControlUpdate) (string, error) {
+	name := r.PathValue("name")
+	if err := queue.CheckName("queue name", name); err != nil {
+		return name, invalidBecause("name", err)
+	}
+	u.Names = []string{name}
+	if err := s.cfg.Store.UpdateQueueControls(r.Context(), u); err != nil {
+		if errors.Is(err, queue.ErrInvalid) { // not a job's fault: no invalid_job
+			return name, invalidField("", "%s", err)
+		}
+		return name, err
+	}
+	return name, nil
 }
 
 func ptr[T any](v T) *T { return &v }

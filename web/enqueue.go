@@ -123,7 +123,7 @@ func keyValueLines(field, text string) (map[string]string, error) {
 	}
 	if field == "labels" {
 		if _, err := queue.ParseLabels(items); err != nil {
-			return nil, &view.SpecError{Field: field, Msg: strings.TrimPrefix(err.Error(), queue.ErrInvalid.Error()+": ")}
+			return nil, &view.SpecError{Field: field, Msg: invalidBecause(field, err).Message}
 		}
 	}
 	return out, nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/queuectl/queuectl/internal/view"
 	"github.com/queuectl/queuectl/queue"
@@ -58,6 +59,12 @@ func errorf(status int, code, format string, a ...any) *apiError {
 // (field names it; "" when the request as a whole is).
 func invalidField(field, format string, a ...any) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Field: field, Message: fmt.Sprintf(format, a...)}
+}
+
+// invalidBecause is invalidField with the message of a queue.ErrInvalid
+// error, without its "invalid: " prefix.
+func invalidBecause(field string, err error) *apiError {
+	return invalidField(field, "%s", strings.TrimPrefix(err.Error(), queue.ErrInvalid.Error()+": "))
 }
 
 // toAPIError maps an error from the store or a parser to an apiError.

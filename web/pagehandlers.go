@@ -331,17 +331,10 @@ func (s *Server) resumeAction(r *http.Request) (url.Values, error) {
 	return done("queue_resumed", -1), err
 }
 
-// steerFromPage applies u to the queue named in the path, as the API's
-// steerQueue does, and logs the action.
+// steerFromPage applies u to the queue named in the path, as the API
+// does, and logs the action.
 func (s *Server) steerFromPage(r *http.Request, action string, u queue.ControlUpdate) error {
-	name := r.PathValue("name")
-	err := queue.CheckName("queue name", name)
-	if err != nil {
-		err = invalidField("name", "%s", strings.TrimPrefix(err.Error(), queue.ErrInvalid.Error()+": "))
-	} else {
-		u.Names = []string{name}
-		err = s.cfg.Store.UpdateQueueControls(r.Context(), u)
-	}
+	name, err := s.steer(r, u)
 	s.audit(r, action, name, err)
 	return err
 }
@@ -350,28 +343,19 @@ func (s *Server) steerFromPage(r *http.Request, action string, u queue.ControlUp
 // table, as queue set and PUT /api/v1/queues/{name}/limits do: an empty
 // field is no limit.
 func (s *Server) limitsAction(r *http.Request) (url.Values, error) {
-	u, err := formLimits(r.PostFormValue("max_running"), r.PostFormValue("rate_limit"))
-	if err == nil {
-		err = s.steerFromPage(r, "limits", u)
-	}
-	return done("queue_limits", -1), err
-}
-
-// formLimits reads the limits form's fields: a whole number of jobs from
-// 0 (none) and a rate such as 10/s ("" or 0: none).
-func formLimits(maxRunning, rate string) (queue.ControlUpdate, error) {
-	n := 0
-	if maxRunning = strings.TrimSpace(maxRunning); maxRunning != "" {
+	n := 0 // an empty field: no limit
+	if text := strings.TrimSpace(r.PostFormValue("max_running")); text != "" {
 		var err error
-		if n, err = strconv.Atoi(maxRunning); err != nil || n < 0 || n > queue.MaxRunningLimit {
-			return queue.ControlUpdate{}, invalidField("max_running", "max running %q: use a whole number from 0 (no limit) to %d", maxRunning, queue.MaxRunningLimit)
+		if n, err = maxRunningFrom(text, strconv.Quote(text)); err != nil {
+			return nil, err
 		}
 	}
-	r, err := queue.ParseRateLimit(rate)
+	rate, err := parseRate(r.PostFormValue("rate_limit"))
 	if err != nil {
-		return queue.ControlUpdate{}, invalidField("rate_limit", "%s", strings.TrimPrefix(err.Error(), queue.ErrInvalid.Error()+": "))
+		return nil, err
 	}
-	return queue.ControlUpdate{MaxRunning: &n, Rate: &r}, nil
+	err = s.steerFromPage(r, "limits", queue.ControlUpdate{MaxRunning: &n, Rate: &rate})
+	return done("queue_limits", -1), err
 }
 
 // audit logs an action taken from the dashboard.
