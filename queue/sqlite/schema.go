@@ -40,9 +40,10 @@ type Options struct {
 	// pool of their own. Each connection SQLite opens reads and parses
 	// the whole schema first, so a command that makes a few reads and a
 	// write and exits (enqueue of one job) spends about a third of its
-	// time to an open store on the readers' connection (docs/benchmarks.md,
-	// "One connection for a one-shot enqueue"). For a caller that does one thing at a
-	// time: a read waits while another read or a write is in progress.
+	// time to an open store on the readers' connection
+	// (docs/benchmarks.md, "One connection for a one-shot enqueue"). For
+	// a caller that does one thing at a time: a read waits while another
+	// read or a write is in progress.
 	// The store's own methods never read again while they hold a read
 	// open, which would wait for itself (TestConformanceOneConnection).
 	// The connection waits out a busy file in SQLite's busy handler,
@@ -359,16 +360,13 @@ func schemaVersion(ctx context.Context, db *sql.DB, latest int) (int, error) {
 // checkVersion checks that a database opened read-only needs no
 // migration, since none can be applied.
 func checkVersion(ctx context.Context, db *sql.DB) error {
-	names, err := migrationFS.ReadDir("migrations")
+	latest := LatestVersion()
+	version, err := schemaVersion(ctx, db, latest)
 	if err != nil {
 		return err
 	}
-	version, err := schemaVersion(ctx, db, len(names))
-	if err != nil {
-		return err
-	}
-	if version < len(names) {
-		return fmt.Errorf("%w and needs an upgrade of its schema (version %d, this binary writes %d): open it once where it is writable", errReadOnly, version, len(names))
+	if version < latest {
+		return fmt.Errorf("%w and needs an upgrade of its schema (version %d, this binary writes %d): open it once where it is writable", errReadOnly, version, latest)
 	}
 	return nil
 }
