@@ -142,7 +142,7 @@ func (s *Server) steerQueue(r *http.Request, u queue.ControlUpdate) (any, error)
 	if err != nil {
 		return nil, err
 	}
-	s.cfg.Log.Info().Str("queue", name).Msg("queue controls changed over http")
+	s.cfg.Log.Info().Str("queue", name).Fields(controlFields(u)).Msg("queue controls changed over http")
 	return s.queueResult(r.Context(), name)
 }
 
@@ -161,6 +161,22 @@ func (s *Server) steer(r *http.Request, u queue.ControlUpdate) (string, error) {
 		return name, err
 	}
 	return name, nil
+}
+
+// controlFields are the log fields of what u sets: paused, max_running
+// (0: no limit) and rate_limit ("": none).
+func controlFields(u queue.ControlUpdate) map[string]any {
+	f := map[string]any{}
+	if u.Paused != nil {
+		f["paused"] = *u.Paused
+	}
+	if u.MaxRunning != nil {
+		f["max_running"] = *u.MaxRunning
+	}
+	if u.Rate != nil {
+		f["rate_limit"] = u.Rate.String()
+	}
+	return f
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuectl/queuectl/internal/testutil/fakeclock"
+	"github.com/queuectl/queuectl/internal/testutil/syncbuf"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/postgres"
 	"github.com/queuectl/queuectl/queue/sqlite"
@@ -35,6 +36,7 @@ type harness struct {
 	store queue.Store
 	srv   *Server
 	clock *fakeclock.Clock
+	logs  *syncbuf.Buffer // the server's log, JSON lines
 }
 
 type storeKind struct {
@@ -117,11 +119,12 @@ func postgresDatabase(t *testing.T) func() queue.Store {
 func newHarness(t *testing.T, st queue.Store, admin, viewer string) *harness {
 	t.Helper()
 	clock := fakeclock.New(time.Now().UTC().Truncate(time.Microsecond))
-	srv, err := New(Config{Store: st, Log: zerolog.Nop(), AdminToken: admin, ViewerToken: viewer, Now: clock.Now})
+	logs := &syncbuf.Buffer{}
+	srv, err := New(Config{Store: st, Log: zerolog.New(logs), AdminToken: admin, ViewerToken: viewer, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, store: st, srv: srv, clock: clock}
+	return &harness{t: t, store: st, srv: srv, clock: clock, logs: logs}
 }
 
 // tokens is a harness with both tokens on SQLite.

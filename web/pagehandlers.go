@@ -314,11 +314,15 @@ func (s *Server) dlqDiscardAction(r *http.Request) (url.Values, error) {
 }
 
 func (s *Server) triggerAction(r *http.Request) (url.Values, error) {
-	res, err := s.trigger(r.Context(), r.PathValue("name"))
+	name := r.PathValue("name")
+	res, err := s.trigger(r.Context(), name)
+	s.audit(r, "trigger", name, err)
 	if res.Queued {
 		return done("trigger_queued", -1), err
 	}
-	return done("triggered", -1), err
+	v := done("triggered", -1)
+	v.Set("job", res.JobID) // the flash links the job it added
+	return v, err
 }
 
 func (s *Server) pauseAction(r *http.Request) (url.Values, error) {
@@ -335,7 +339,7 @@ func (s *Server) resumeAction(r *http.Request) (url.Values, error) {
 // does, and logs the action.
 func (s *Server) steerFromPage(r *http.Request, action string, u queue.ControlUpdate) error {
 	name, err := s.steer(r, u)
-	s.audit(r, action, name, err)
+	s.audit(r, action, name, err, controlFields(u))
 	return err
 }
 
@@ -358,11 +362,15 @@ func (s *Server) limitsAction(r *http.Request) (url.Values, error) {
 	return done("queue_limits", -1), err
 }
 
-// audit logs an action taken from the dashboard.
-func (s *Server) audit(r *http.Request, action, target string, err error) {
+// audit logs an action taken from the dashboard, with the fields of
+// what it set, if any.
+func (s *Server) audit(r *http.Request, action, target string, err error, fields ...map[string]any) {
 	ev := s.cfg.Log.Info()
 	if err != nil {
 		ev = s.cfg.Log.Warn().Err(err)
+	}
+	for _, f := range fields {
+		ev = ev.Fields(f)
 	}
 	ev.Str("action", action).Str("target", target).Str("remote", clientAddr(r)).Msg("dashboard action")
 }

@@ -64,9 +64,12 @@ type page struct {
 	Open  bool // no tokens configured
 	CSRF  string
 	Flash string
-	Path  string // the request's path and query, for forms that come back
-	Now   time.Time
-	Data  any
+	// FlashJob is a job the flash message links to (the job a cron
+	// trigger added).
+	FlashJob string
+	Path     string // the request's path and query, for forms that come back
+	Now      time.Time
+	Data     any
 }
 
 // render writes a page; a template error becomes a plain 500.
@@ -78,6 +81,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	p.Path = r.URL.RequestURI()
 	if p.Flash == "" {
 		p.Flash = flashMessage(r.URL.Query())
+		if r.URL.Query().Get("done") == "triggered" {
+			p.FlashJob = r.URL.Query().Get("job")
+		}
 	}
 	var buf bytes.Buffer
 	if err := s.pages.tmpl[name].ExecuteTemplate(&buf, "layout.html", p); err != nil {

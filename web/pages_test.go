@@ -198,6 +198,33 @@ func TestViewerMayNotActFromPages(t *testing.T) {
 	}
 }
 
+// A cron trigger from the dashboard says so and links the job it added.
+func TestTriggerFromPageLinksTheJob(t *testing.T) {
+	h := tokens(t)
+	ctx := context.Background()
+	h.store.ApplyTemplates(ctx, []*queue.Template{{Name: "nightly", Schedule: "0 3 * * *", TimeZone: "UTC",
+		Command: "backup", Overlap: queue.OverlapSkip, CatchUp: queue.CatchUpNone, Enabled: true}}, h.clock.Now())
+	c := h.signIn(adminToken)
+	_, csrf := h.page("/cron", c)
+	rec := h.must(req{method: "POST", path: "/cron/nightly/trigger", body: "csrf=" + csrf + "&back=/cron", cookies: []*http.Cookie{c},
+		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, http.StatusSeeOther)
+	jobs, err := h.store.ListJobs(ctx, queue.ListParams{Limit: 10})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("jobs after the trigger: %v, %v", jobs, err)
+	}
+	id := jobs[0].ID
+	body, _ := h.page(rec.Header().Get("Location"), c)
+	if want := `Recurring job triggered. <a href="/jobs/` + id + `">Job ` + id + `</a>`; !strings.Contains(body, want) {
+		t.Errorf("the page after the trigger (%s) does not hold %q", rec.Header().Get("Location"), want)
+	}
+	if want := `"action":"trigger","target":"nightly"`; !strings.Contains(h.logs.String(), want) {
+		t.Errorf("no audit line for the trigger (%s):\n%s", want, h.logs.String())
+	}
+	if body, _ := h.page("/cron?done=enqueued&job="+id, c); strings.Contains(body, `">Job `+id+`</a></div>`) {
+		t.Error("another action's message links a job named in the query")
+	}
+}
+
 // Admins pause and resume a queue from the queues table; the table shows
 // the pause and the limits.
 func TestPauseAndResumeFromPages(t *testing.T) {
@@ -260,6 +287,9 @@ func TestQueueLimitsFromPages(t *testing.T) {
 	}
 	if c := control(); c.MaxRunning != 3 || c.Rate != (queue.RateLimit{N: 10, Per: time.Minute}) {
 		t.Fatalf("stored limits: %+v", c)
+	}
+	if want := `"max_running":3,"rate_limit":"10/m","action":"limits","target":"mail"`; !strings.Contains(h.logs.String(), want) {
+		t.Errorf("the audit line does not carry the limits set (%s):\n%s", want, h.logs.String())
 	}
 	if body, _ := h.page("/workers", c); !strings.Contains(body, "3 running at most") || !strings.Contains(body, `name="rate_limit" value="10/m"`) {
 		t.Errorf("the table does not show the limits set")
