@@ -138,6 +138,12 @@ type Options struct {
 	// LookupEnv is used by the env() function and for QUEUECTL_VAR_*
 	// variables. nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+
+	// UndeclaredVarsWarn makes a value in Vars for a variable the file
+	// does not declare a warning instead of an error: for a service that
+	// reloads a file which dropped a variable it was started with a value
+	// for (the value can only change with a restart).
+	UndeclaredVarsWarn bool
 }
 
 // Load reads and decodes the file at path. The returned diagnostics may hold

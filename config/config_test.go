@@ -391,6 +391,17 @@ func TestVariableErrors(t *testing.T) {
 	}
 }
 
+// With UndeclaredVarsWarn a value for a variable the file does not
+// declare is a warning, and the file is used.
+func TestUndeclaredVarsWarn(t *testing.T) {
+	_, diags := Parse([]byte(`variable "x" { default = 1 }`), "test.hcl",
+		Options{Vars: map[string]string{"gone": "1"}, LookupEnv: fakeEnv(nil), UndeclaredVarsWarn: true})
+	if diags.HasErrors() || len(diags) != 1 || diags[0].Severity != hcl.DiagWarning || diags[0].Summary != "Value for undeclared variable" ||
+		!strings.Contains(diags[0].Detail, `variable "gone"`) {
+		t.Fatalf("diagnostics: %v; want one warning naming the variable", diags)
+	}
+}
+
 func TestTypedVariableOverride(t *testing.T) {
 	f := parseOK(t, `
 variable "retries" { default = 1 }

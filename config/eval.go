@@ -191,9 +191,13 @@ func (d *decoder) decodeVariables(blocks hcl.Blocks) map[string]cty.Value {
 		}
 	}
 	sort.Strings(undeclared)
+	severity := hcl.DiagError
+	if d.opts.UndeclaredVarsWarn {
+		severity = hcl.DiagWarning
+	}
 	for _, name := range undeclared {
 		d.diags = append(d.diags, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
+			Severity: severity,
 			Summary:  "Value for undeclared variable",
 			Detail:   fmt.Sprintf("A value was given for variable %q (--var %s=...), but %s declares no such variable.", name, name, d.filename),
 		})

@@ -53,11 +53,18 @@ func (s *service) reload(ctx context.Context) {
 	var diags bytes.Buffer
 	a := *s.a
 	a.stderr = &diags
-	f, err := a.loadFile(&s.a.file)
+	// A --var the file no longer declares is a warning: its value can
+	// only go with a restart, and refusing every reload until then would
+	// keep the service on the old file.
+	f, err := a.loadFile(&s.a.file, config.Options{UndeclaredVarsWarn: true})
 	if err != nil {
 		s.log.Error().Str("config", s.a.file.path).Str("diagnostics", strings.TrimSpace(diags.String())).
 			Msg("reload failed; keeping the previous configuration")
 		return
+	}
+	if diags.Len() > 0 {
+		s.log.Warn().Str("config", s.a.file.path).Str("diagnostics", strings.TrimSpace(diags.String())).
+			Msg("configuration warnings")
 	}
 	for _, c := range []struct {
 		changed bool

@@ -46,7 +46,7 @@ func (a *app) requireFile(cmd *cobra.Command) error {
 // configFile loads the file named by -c once per command.
 func (a *app) configFile() (*config.File, error) {
 	if a.loaded == nil {
-		f, err := a.loadFile(&a.file)
+		f, err := a.loadFile(&a.file, config.Options{})
 		if err != nil {
 			return nil, err
 		}
@@ -55,9 +55,10 @@ func (a *app) configFile() (*config.File, error) {
 	return a.loaded, nil
 }
 
-// loadFile reads the file; on errors it prints every diagnostic to stderr
-// and returns a silent exit 2. Warnings alone are printed and the file used.
-func (a *app) loadFile(o *fileOptions) (*config.File, error) {
+// loadFile reads the file with opts and o's variables; on errors it prints
+// every diagnostic to stderr and returns a silent exit 2. Warnings alone
+// are printed and the file used.
+func (a *app) loadFile(o *fileOptions, opts config.Options) (*config.File, error) {
 	vars := map[string]string{}
 	for _, v := range o.vars {
 		k, val, ok := strings.Cut(v, "=")
@@ -66,7 +67,8 @@ func (a *app) loadFile(o *fileOptions) (*config.File, error) {
 		}
 		vars[k] = val
 	}
-	f, diags := config.Load(o.path, config.Options{Vars: vars})
+	opts.Vars = vars
+	f, diags := config.Load(o.path, opts)
 	if diags.HasErrors() {
 		config.WriteDiagnostics(a.stderr, nil, diags)
 		fmt.Fprintf(a.stderr, "%s: %d error(s)\n", o.path, countErrors(diags))

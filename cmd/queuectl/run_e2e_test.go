@@ -485,6 +485,45 @@ func TestE2EWorkerStopLeavesServiceRunning(t *testing.T) {
 // The file's queue limits replace those a queue set changed at run time,
 // at start and at each reload, and the logs say so rather than "nothing
 // changed".
+// A service started with --var for a variable the file later drops still
+// reloads the file, with a warning naming the variable; a start with it
+// is refused as before.
+func TestE2EReloadAfterTheFileDroppedAVariable(t *testing.T) {
+	c := newCLI(t)
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, `variable "cmd" { default = "true" }
+job "a" {
+  schedule = "@daily"
+  command  = var.cmd
+}
+`)
+	svc := c.startService("-c", cfg, "--var", "cmd=echo a")
+	waitFor(t, "the service to start", 20*time.Second, func() bool { return strings.Contains(svc.log(), "service started") })
+	writeFile(t, cfg, `job "b" {
+  schedule = "@daily"
+  command  = "echo b"
+}
+`)
+	svc.signal(syscall.SIGHUP)
+	waitFor(t, "the reload to be logged", 20*time.Second, func() bool {
+		return strings.Contains(svc.log(), "configuration reloaded") || strings.Contains(svc.log(), "reload failed")
+	})
+	if log := svc.log(); strings.Contains(log, "reload failed") || !strings.Contains(log, `"jobs_added":["b"]`) ||
+		!strings.Contains(log, "configuration warnings") || !strings.Contains(log, `variable \"cmd\"`) {
+		t.Fatalf("a reload of a file without the --var's variable:\n%s", log)
+	}
+	if list := c.ok("cron", "list"); !strings.Contains(list, "\nb ") || strings.Contains(list, "\na ") {
+		t.Fatalf("the reloaded file's jobs are not the ones listed:\n%s", list)
+	}
+	svc.signal(syscall.SIGTERM)
+	if err := svc.wait(30 * time.Second); err != nil {
+		t.Fatalf("service exit: %v\n%s", err, svc.log())
+	}
+	if _, errOut, code := c.run("run", "-c", cfg, "--var", "cmd=echo a"); code != 2 || !strings.Contains(errOut, "Value for undeclared variable") {
+		t.Fatalf("a start with a --var the file does not declare: exit %d\n%s", code, errOut)
+	}
+}
+
 func TestE2EReloadSaysItRestoredQueueLimits(t *testing.T) {
 	c := newCLI(t)
 	cfg := filepath.Join(c.home, "queue.hcl")
