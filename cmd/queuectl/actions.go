@@ -24,7 +24,7 @@ func (a *app) dlqCmd() *cobra.Command {
 			if limit < 0 {
 				return usagef("dlq list: --limit %d: must be 0 (no limit) or more", limit)
 			}
-			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+			return a.withReadStore(cmd, func(ctx context.Context, st queue.Store) error {
 				jobs, err := st.ListJobs(ctx, queue.ListParams{States: []queue.State{queue.StateDead}, Limit: limit})
 				if err != nil {
 					return err

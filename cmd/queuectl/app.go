@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -302,6 +303,14 @@ func (a *app) withStore(cmd *cobra.Command, fn func(ctx context.Context, st queu
 	return a.withStoreOpts(cmd, sqlite.Options{}, fn)
 }
 
+// withReadStore is withStore for a command that only reads: a SQLite
+// database that does not exist is not created (a mistyped --db would
+// otherwise leave an empty database behind and show it as empty), and is
+// bad input naming the path.
+func (a *app) withReadStore(cmd *cobra.Command, fn func(ctx context.Context, st queue.Store) error) error {
+	return a.withStoreOpts(cmd, sqlite.Options{MustExist: true}, fn)
+}
+
 // withStoreOpts is withStore with the options a SQLite store opens with.
 func (a *app) withStoreOpts(cmd *cobra.Command, o sqlite.Options, fn func(ctx context.Context, st queue.Store) error) error {
 	ctx := cmd.Context()
@@ -310,6 +319,17 @@ func (a *app) withStoreOpts(cmd *cobra.Command, o sqlite.Options, fn func(ctx co
 		return err
 	}
 	st, err := openStoreWith(ctx, dsn, o)
+	if errors.Is(err, sqlite.ErrNoDatabase) {
+		abs, _ := filepath.Abs(dsn)
+		hint := ""
+		switch {
+		case a.dbFlag != "":
+			hint = "; check --db"
+		case a.getenv("QUEUECTL_DB") != "":
+			hint = "; check QUEUECTL_DB"
+		}
+		return usagef("%s: no database at %s: nothing has written to it yet (enqueue, worker start and migrate create it)%s", commandName(cmd), abs, hint)
+	}
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ databases are backed up with the server's tools (pg_dump).`,
 			if args[0] == "" {
 				return usagef("backup: FILE is empty: name the file to write the copy to")
 			}
-			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+			return a.withReadStore(cmd, func(ctx context.Context, st queue.Store) error {
 				b, ok := st.(backuper)
 				if !ok {
 					return usageError{errors.New("backup: only SQLite databases are copied by queuectl; back up PostgreSQL with pg_dump")}

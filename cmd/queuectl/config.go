@@ -42,7 +42,7 @@ Keys may be spelled with underscores (max_retries).`,
 				}
 				keys = []string{k}
 			}
-			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+			return a.withReadStore(cmd, func(ctx context.Context, st queue.Store) error {
 				kv, err := st.GetConfig(ctx)
 				if err != nil {
 					return err
@@ -111,7 +111,7 @@ func (a *app) statsCmd() *cobra.Command {
 			if err != nil || window <= 0 {
 				return usagef("--since %q: use a duration such as 24h or 7d", since)
 			}
-			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+			return a.withReadStore(cmd, func(ctx context.Context, st queue.Store) error {
 				return a.printStats(ctx, st, window, asJSON)
 			})
 		},

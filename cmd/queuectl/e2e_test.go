@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -711,6 +712,37 @@ func TestE2EDatabaseURLs(t *testing.T) {
 	}
 }
 
+// A command that only reads does not create a database: at a mistyped
+// path it says there is none, names the path and where it came from, and
+// leaves no file behind; a command that writes creates it as before.
+func TestE2EReadCommandsCreateNoDatabase(t *testing.T) {
+	c := newCLI(t)
+	c.db = "typo.db"
+	path := filepath.Join(c.home, "typo.db")
+	for _, args := range [][]string{
+		{"status"}, {"list"}, {"show", "x"}, {"output", "x"}, {"dlq", "list"}, {"queue", "list"},
+		{"wait", "x"}, {"worker", "list"}, {"worker", "stop"}, {"config", "get"}, {"stats"}, {"backup", "copy.db"},
+	} {
+		name := args
+		if len(args) == 2 && (args[1] == "x" || args[0] == "backup") {
+			name = args[:1] // the command, not its argument
+		}
+		_, errOut, code := c.run(args...)
+		want := "queuectl: " + strings.Join(name, " ") + ": no database at " + path +
+			": nothing has written to it yet (enqueue, worker start and migrate create it); check QUEUECTL_DB\n"
+		if code != 2 || errOut != want {
+			t.Errorf("%v: exit %d, stderr %q; want 2, %q", args, code, errOut, want)
+		}
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%v created %s: %v", args, path, err)
+		}
+	}
+	c.ok("enqueue", "--command", "true")
+	if got := c.list("pending"); len(got) != 1 {
+		t.Errorf("after an enqueue created the database, list shows %d pending jobs; want 1", len(got))
+	}
+}
+
 func TestE2EBatchEnqueueIsAtomic(t *testing.T) {
 	c := newCLI(t)
 	path := filepath.Join(t.TempDir(), "jobs.jsonl")
@@ -975,7 +1007,7 @@ func TestE2EFilesAreOwnerOnly(t *testing.T) {
 	}
 	// A database elsewhere that others can read: one warning naming it.
 	db := filepath.Join(t.TempDir(), "shared.db")
-	c.ok("--db", db, "status")
+	c.ok("--db", db, "migrate")
 	if err := os.Chmod(db, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func (a *app) statusCmd() *cobra.Command {
 		Short: "Show job counts by state and queue, and active workers",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+			return a.withReadStore(cmd, func(ctx context.Context, st queue.Store) error {
 				counts, err := st.CountJobs(ctx)
 				if err != nil {
 					return err
@@ -131,7 +131,7 @@ func (a *app) listCmd() *cobra.Command {
 			if p.Labels, err = queue.ParseLabels(labels); err != nil {
 				return fmt.Errorf("--label: %w", err)
 			}
-			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+			return a.withReadStore(cmd, func(ctx context.Context, st queue.Store) error {
 				jobs, err := st.ListJobs(ctx, p)
 				if err != nil {
 					return err
@@ -155,7 +155,7 @@ func (a *app) showCmd() *cobra.Command {
 		Short: "Show every field of a job and its attempt history",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+			return a.withReadStore(cmd, func(ctx context.Context, st queue.Store) error {
 				j, err := st.GetJob(ctx, args[0])
 				if err != nil {
 					return err
@@ -285,7 +285,7 @@ any process and, on PostgreSQL, from any host.`,
 			if follow && (byNumber || byIndex) {
 				return usagef("output: --follow follows the running attempt; it does not go with --attempt or --nth")
 			}
-			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+			return a.withReadStore(cmd, func(ctx context.Context, st queue.Store) error {
 				if follow {
 					_, err := a.follow(ctx, st, args[0], raw, false)
 					return err

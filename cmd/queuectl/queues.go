@@ -29,7 +29,7 @@ func (a *app) queueListCmd() *cobra.Command {
 		Short: "List queues: pause, limits, job counts and the oldest pending job's age",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+			return a.withReadStore(cmd, func(ctx context.Context, st queue.Store) error {
 				qs, err := view.LoadQueues(ctx, st, a.now())
 				if err != nil {
 					return err

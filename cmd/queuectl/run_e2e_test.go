@@ -42,8 +42,29 @@ func (c *cli) startService(args ...string) *serviceProc {
 	return c.startServiceEnv(nil, args...)
 }
 
-// startServiceEnv starts `queuectl run` with extra environment variables.
+// startServiceEnv starts `queuectl run` with extra environment variables
+// and waits until it says it started (its database exists then, for the
+// commands that read it) or exits.
 func (c *cli) startServiceEnv(env []string, args ...string) *serviceProc {
+	c.t.Helper()
+	s := c.launchService(env, args...)
+	waitFor(c.t, "the service to start or exit", 20*time.Second, func() bool {
+		if strings.Contains(s.log(), `"message":"service started"`) {
+			return true
+		}
+		select {
+		case err := <-s.done:
+			s.done <- err
+			return true
+		default:
+			return false
+		}
+	})
+	return s
+}
+
+// launchService starts `queuectl run` and returns at once.
+func (c *cli) launchService(env []string, args ...string) *serviceProc {
 	c.t.Helper()
 	s := &serviceProc{t: c.t, cmd: c.cmd(append([]string{"run", "--log-format", "json"}, args...)...), done: make(chan error, 1)}
 	s.cmd.Env = append(s.cmd.Env, env...)
@@ -419,7 +440,7 @@ func TestE2ERunStopWhileStarting(t *testing.T) {
 			c := newCLI(t)
 			cfg := filepath.Join(c.home, "queue.hcl")
 			writeFile(t, cfg, "database = \"postgres://queuectl@"+ln.Addr().String()+"/queuectl?sslmode=disable&search_path=silent\"\n")
-			svc := c.startService("-c", cfg)
+			svc := c.launchService(nil, "-c", cfg)
 			select {
 			case conn := <-accepted:
 				defer conn.Close()

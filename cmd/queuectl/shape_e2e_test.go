@@ -83,7 +83,7 @@ func TestE2ELabelsDirAndEnv(t *testing.T) {
 // its id.
 func TestE2EUniqueKeyRace(t *testing.T) {
 	c := newCLI(t)
-	c.ok("status") // create the database before the race
+	c.ok("migrate") // create the database before the race
 	const n = 6
 	cmds := make([]*exec.Cmd, n)
 	outs := make([]*bytes.Buffer, n)

@@ -65,7 +65,7 @@ not by slow polling.`,
 				}
 				limit = d
 			}
-			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+			return a.withReadStore(cmd, func(ctx context.Context, st queue.Store) error {
 				jobs, err := a.waitJobs(ctx, st, args, limit)
 				if err != nil {
 					return err

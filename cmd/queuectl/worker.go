@@ -371,7 +371,7 @@ after --timeout the command reports those still running.`,
 			if err := notNegative("timeout", timeout, "wait for running jobs"); err != nil {
 				return err
 			}
-			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+			return a.withReadStore(cmd, func(ctx context.Context, st queue.Store) error {
 				return supervise.Stop(ctx, st, supervise.StopParams{
 					Host: a.hostName(), Timeout: timeout, AllHosts: allHosts, Stdout: a.stdout, Stderr: a.stderr,
 				})
@@ -390,7 +390,7 @@ func (a *app) workerListCmd() *cobra.Command {
 		Short: "List registered workers",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+			return a.withReadStore(cmd, func(ctx context.Context, st queue.Store) error {
 				ws, err := st.ListWorkers(ctx)
 				if err != nil {
 					return err

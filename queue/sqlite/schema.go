@@ -49,7 +49,16 @@ type Options struct {
 	// The connection waits out a busy file in SQLite's busy handler,
 	// as the readers' connections do.
 	OneConnection bool
+	// MustExist refuses to create the database: when path names no file,
+	// OpenWith fails with an error wrapping ErrNoDatabase and creates
+	// nothing. For commands that only read, which would otherwise leave
+	// an empty database at a mistyped path and show it as empty.
+	MustExist bool
 }
+
+// ErrNoDatabase is OpenWith's error, with Options.MustExist, for a path
+// that names no file.
+var ErrNoDatabase = errors.New("no database")
 
 // OpenWith is Open with options.
 func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
@@ -57,7 +66,7 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if err := checkFile(abs); err != nil {
+	if err := checkFile(abs, !o.MustExist); err != nil {
 		return nil, err
 	}
 	if !writable(abs) {
@@ -123,13 +132,14 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 // for a file that is not SQLite, before SQLite touches anything. A path
 // that is a symbolic link is checked at the file the link leads to, which
 // is created when it does not exist yet (as SQLite would create a new
-// database's file through the link).
-func checkFile(path string) error {
+// database's file through the link), unless create is false: then a
+// missing file is ErrNoDatabase.
+func checkFile(path string, create bool) error {
 	end, err := linkEnd(path)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
-	if err := checkTarget(end); err != nil {
+	if err := checkTarget(end, create); err != nil {
 		if end != path {
 			return fmt.Errorf("open %s, a symbolic link to %s: %w", path, end, err)
 		}
@@ -162,7 +172,7 @@ func linkEnd(path string) (string, error) {
 }
 
 // checkTarget is checkFile for the file itself (no link).
-func checkTarget(path string) error {
+func checkTarget(path string, create bool) error {
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -172,6 +182,9 @@ func checkTarget(path string) error {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
 	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) && !create {
+		return ErrNoDatabase
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		// A new database: create it readable by its owner only (jobs carry
 		// commands and environments). SQLite gives the WAL and

@@ -155,6 +155,32 @@ func TestOpenThroughALinkToANewFile(t *testing.T) {
 	}
 }
 
+// With MustExist a missing database is ErrNoDatabase, created neither at
+// the path nor at the end of a link to a new file; one that exists opens.
+func TestOpenMustExist(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "queue.db")
+	link := filepath.Join(dir, "link.db")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, link} {
+		if _, err := sqlite.OpenWith(ctx, p, sqlite.Options{MustExist: true}); !errors.Is(err, sqlite.ErrNoDatabase) {
+			t.Fatalf("open %s that does not exist: %v; want ErrNoDatabase", p, err)
+		}
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("open %s created the database: %v", p, err)
+		}
+	}
+	openAt(t, path)
+	s, err := sqlite.OpenWith(ctx, link, sqlite.Options{MustExist: true})
+	if err != nil {
+		t.Fatalf("open a database that exists, through a link: %v", err)
+	}
+	s.Close()
+}
+
 func TestOpenRefusesNewerSchema(t *testing.T) {
 	path, raw := migratedRaw(t)
 	// Simulate a database written by a future binary.
