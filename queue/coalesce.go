@@ -173,6 +173,12 @@ func (c *Coalescing) insertGroup(group []*insertCall) []error {
 		errs[0] = c.Store.InsertJobs(group[0].ctx, group[0].jobs)
 		return errs
 	}
+	if afterKeyedOfAnother(group) {
+		for i, call := range group {
+			errs[i] = c.Store.InsertJobs(call.ctx, call.jobs)
+		}
+		return errs
+	}
 	all := make([]*Job, 0, maxCoalesced)
 	for _, call := range group {
 		all = append(all, call.jobs...)
@@ -196,6 +202,30 @@ func (c *Coalescing) insertGroup(group []*insertCall) []error {
 		errs[i] = c.Store.InsertJobs(call.ctx, call.jobs)
 	}
 	return errs
+}
+
+// afterKeyedOfAnother reports whether a job of the group runs after a job
+// with a unique key of another call of it. Such calls are stored one by
+// one: within one InsertJobs call, a job after a job not added (its key
+// held) runs after the holder, which must not happen across calls, stored
+// as if one after another.
+func afterKeyedOfAnother(group []*insertCall) bool {
+	keyed := map[string]int{} // id of a job with a unique key: its call
+	for i, call := range group {
+		for _, j := range call.jobs {
+			for _, id := range j.After {
+				if k, ok := keyed[id]; ok && k != i {
+					return true
+				}
+			}
+		}
+		for _, j := range call.jobs {
+			if j.UniqueKey != "" {
+				keyed[j.ID] = i
+			}
+		}
+	}
+	return false
 }
 
 // groupContext is the context of a group's transaction: no one caller's

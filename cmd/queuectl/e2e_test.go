@@ -110,6 +110,7 @@ type jobView struct {
 	StartedAt  *time.Time `json:"started_at"`
 	ExitCode   *int       `json:"exit_code"`
 	Error      *string    `json:"error"`
+	After      []string   `json:"after"`
 	History    []struct {
 		Attempt    int       `json:"attempt"`
 		StartedAt  time.Time `json:"started_at"`

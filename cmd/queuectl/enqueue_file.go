@@ -43,7 +43,8 @@ const maxJobLine = 16 << 20
 // An id taken by a stored job or earlier in the file aborts the import, as
 // does an after naming a job neither stored nor earlier in the file. A job
 // whose unique key a job holds (stored, or earlier in the file) is not
-// added: that job's id is printed in its place, with a note.
+// added: that job's id is printed in its place, with a note, and a later
+// job after it runs after that job.
 func (a *app) enqueueFile(cmd *cobra.Command, path string, now time.Time, ignored map[string]bool) error {
 	return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 		o, ok := st.(queue.OneTransactionImports)
@@ -227,8 +228,8 @@ func (c *chunk) reset() *chunk {
 // from the chunk's newest job (of two jobs with one id, the later is the
 // one that found it taken), for a bad after from its oldest (the error
 // names the job, then the job it is after). An error about one job
-// (queue.JobError) names it alone: the job it is after may be in the chunk
-// too, not added because its unique key is held.
+// (queue.JobError) names it alone: the message may also name another job
+// of the chunk that the bad one is after.
 func chunkError(path string, err error, c *chunk) error {
 	dup := errors.Is(err, queue.ErrDuplicate)
 	if !dup && !errors.Is(err, queue.ErrInvalid) {

@@ -120,9 +120,10 @@ func TestE2EEnqueueFileAfterAndUniqueKey(t *testing.T) {
 {"id":"c","command":"true","unique_key":"k"}
 {"id":"d","command":"true","unique_key":"n"}
 {"id":"e","command":"true","unique_key":"n"}
+{"id":"f","command":"true","after":["c","e"]}
 `)
 	stdout, stderr, code := c.run("enqueue", "--file", path)
-	if code != 0 || strings.Join(strings.Fields(stdout), " ") != "a b held d d" {
+	if code != 0 || strings.Join(strings.Fields(stdout), " ") != "a b held d d f" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	for _, want := range []string{path + ` line 3: job held holds unique key "k"`, path + ` line 5: job d holds unique key "n"`} {
@@ -132,6 +133,10 @@ func TestE2EEnqueueFileAfterAndUniqueKey(t *testing.T) {
 	}
 	if j := c.job("b"); j.State != "waiting" {
 		t.Fatalf("b: %s, want waiting", j.State)
+	}
+	// f runs after the jobs not added, c and e: after their holders.
+	if j := c.job("f"); j.State != "waiting" || strings.Join(j.After, " ") != "d held" {
+		t.Fatalf("f: %s after %v, want waiting after held and d", j.State, j.After)
 	}
 	for _, id := range []string{"c", "e"} {
 		if _, _, code := c.run("show", id); code != 1 {

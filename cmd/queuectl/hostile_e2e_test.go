@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,22 +70,38 @@ func TestE2EHostileInputSameOnBothStores(t *testing.T) {
 	})
 }
 
-// TestE2EEnqueueFileAfterNamesTheRightLine: a file job after an earlier
-// one that was not added (its unique key is held) is refused naming the
-// line of the job that is after it, not the line of the job it names.
+// TestE2EEnqueueFileAfterNamesTheRightLine: a file job after an unknown
+// job is refused naming its own line, not the line of an earlier job it
+// also names; a file job after an earlier one that was not added (its
+// unique key is held) runs after the holder.
 func TestE2EEnqueueFileAfterNamesTheRightLine(t *testing.T) {
 	onBothStores(t, func(t *testing.T, q, _ qctl) {
 		q.ok("enqueue", "--id", "holder", "--command", "true", "--unique-key", "k")
 		path := filepath.Join(t.TempDir(), "jobs.jsonl")
-		writeFile(t, path, `{"id":"first","command":"true","unique_key":"k"}
-{"id":"second","command":"true","after":["first"]}
+		writeFile(t, path, `{"id":"first","command":"true"}
+{"id":"second","command":"true","after":["first","nope"]}
 `)
 		out, errOut, code := q.run("enqueue", "--file", path)
 		if code != 2 || out != "" || !strings.Contains(errOut, "line 2: ") || !strings.Contains(errOut, `job "second"`) {
 			t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 naming line 2 and job second", code, out, errOut)
 		}
-		if _, _, code := q.run("show", "second"); code != 1 {
-			t.Fatalf("show second: exit %d; a refused file stored it", code)
+		for _, id := range []string{"first", "second"} {
+			if _, _, code := q.run("show", id); code != 1 {
+				t.Fatalf("show %s: exit %d; a refused file stored it", id, code)
+			}
+		}
+		writeFile(t, path, `{"id":"first","command":"true","unique_key":"k"}
+{"id":"second","command":"true","after":["first"]}
+`)
+		if out := q.ok("enqueue", "--file", path); out != "holder\nsecond\n" {
+			t.Fatalf("stdout %q, want holder and second", out)
+		}
+		var j struct {
+			State string   `json:"state"`
+			After []string `json:"after"`
+		}
+		if err := json.Unmarshal([]byte(q.ok("show", "second", "--json")), &j); err != nil || j.State != "waiting" || len(j.After) != 1 || j.After[0] != "holder" {
+			t.Fatalf("second: %+v %v; want waiting after holder", j, err)
 		}
 	})
 }

@@ -46,6 +46,9 @@ type bulkImport struct {
 	// waiting: some job went in waiting; their ids are in import_waiting,
 	// a temporary table dropped at commit.
 	waiting bool
+	// aliases are the jobs not staged because their unique key was
+	// held, for the jobs after them in later chunks.
+	aliases storekit.Aliases
 }
 
 var _ queue.Import = (*bulkImport)(nil)
@@ -122,7 +125,7 @@ func takenID(err error) (string, bool) {
 // notes the ones that went in waiting.
 func (b *bulkImport) stageShaped(ctx context.Context, jobs []*queue.Job) error {
 	for _, j := range jobs {
-		if err := storekit.Insert(ctx, stagedTx{insertTx{b.tx}}, j); err != nil {
+		if err := storekit.Insert(ctx, stagedTx{insertTx{b.tx}}, j, &b.aliases); err != nil {
 			return err
 		}
 		if j.ExistingID != "" || j.State != queue.StateWaiting {

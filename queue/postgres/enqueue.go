@@ -128,8 +128,9 @@ func duplicateID(err error, j *queue.Job) error {
 }
 
 func (s *Store) insertShaped(ctx context.Context, tx pgx.Tx, jobs []*queue.Job) error {
+	var aliases storekit.Aliases
 	for _, j := range jobs {
-		if err := storekit.Insert(ctx, insertTx{tx}, j); err != nil {
+		if err := storekit.Insert(ctx, insertTx{tx}, j, &aliases); err != nil {
 			return err
 		}
 	}

@@ -60,6 +60,9 @@ type bulkImport struct {
 	lock   *os.File
 	done   bool
 	chunks storekit.Chunks
+	// aliases are the jobs not staged because their unique key was
+	// held, for the jobs after them in later chunks.
+	aliases storekit.Aliases
 }
 
 var _ queue.Import = (*bulkImport)(nil)
@@ -106,7 +109,7 @@ func (b *bulkImport) stage(ctx context.Context, jobs []*queue.Job) error {
 			if storekit.Plain(j) {
 				err = execStaged(ctx, st, j, b.id)
 			} else {
-				err = storekit.Insert(ctx, stagedTx{insertTx{tx, st, &b.s.tally}, b.id}, j)
+				err = storekit.Insert(ctx, stagedTx{insertTx{tx, st, &b.s.tally}, b.id}, j, &b.aliases)
 			}
 			if err != nil {
 				return err

@@ -37,6 +37,7 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 	err := s.writeThen(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
 		var full, plain *sql.Stmt
 		var err error
+		var aliases storekit.Aliases
 		for _, j := range jobs {
 			j.ExistingID = ""
 			switch {
@@ -63,7 +64,7 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 				if storekit.Plain(j) {
 					err = execInsert(ctx, full, &s.tally, j, "")
 				} else {
-					err = storekit.Insert(ctx, insertTx{tx, full, &s.tally}, j)
+					err = storekit.Insert(ctx, insertTx{tx, full, &s.tally}, j, &aliases)
 				}
 			}
 			if err != nil {

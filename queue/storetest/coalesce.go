@@ -166,6 +166,34 @@ func testCoalescedFailureIsolated(t *testing.T, open Opener) {
 	}
 }
 
+// testCoalescedAfterAcrossCalls: a call whose job runs after a job of
+// another call that was not added (its key held) fails as it would
+// after that call alone, rather than running after the holder; the group
+// is stored call by call.
+func testCoalescedAfterAcrossCalls(t *testing.T, open Opener) {
+	s := open(t)
+	insert(t, s, job(t, "held", keyed("k")))
+	g := newGatedStore(s)
+	c := queue.CoalesceInserts(g)
+	release := holdFirst(t, c, g)
+	dup := job(t, "dup", keyed("k"))
+	wait := startInserts(t, c,
+		[]*queue.Job{dup},
+		[]*queue.Job{job(t, "next", func(n *queue.NewJob) { n.After = []string{"dup"} })},
+	)
+	release()
+	errs := wait()
+	if errs[0] != nil || dup.ExistingID != "held" {
+		t.Fatalf("the keyed call: %v, ExistingID %q", errs[0], dup.ExistingID)
+	}
+	if !errors.Is(errs[1], queue.ErrInvalid) {
+		t.Fatalf("a job after another call's job not added: want ErrInvalid as alone, got %v", errs[1])
+	}
+	if got := g.callSizes(); len(got) != 1+2 || got[1] != 1 || got[2] != 1 {
+		t.Fatalf("store calls carried %v jobs, want [1] then each call alone", got)
+	}
+}
+
 // testCoalescedStoreFailure: a group that fails for a reason no job
 // caused (the database) fails every call in it, without storing each
 // again alone.

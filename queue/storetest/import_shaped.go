@@ -123,3 +123,41 @@ func testImportUniqueKey(t *testing.T, open Opener) {
 		t.Fatalf("key of an aborted import still held by %q", f.ExistingID)
 	}
 }
+
+// A job after a job of the same batch or import that was not added,
+// because another job held its unique key, runs after the holder (whose
+// id the caller got in its place), in a later chunk too; before, the
+// batch or import failed naming a job that does not exist.
+func testAfterAJobNotAdded(t *testing.T, open Opener) {
+	s := open(t)
+	insert(t, s, job(t, "held", keyed("k1")))
+	after := func(id string, deps ...string) *queue.Job {
+		return job(t, id, func(n *queue.NewJob) { n.After = deps })
+	}
+	dup, next, both := job(t, "dup", keyed("k1")), after("next", "dup"), after("both", "dup", "held")
+	insert(t, s, dup, next, both)
+	if dup.ExistingID != "held" {
+		t.Fatalf("dup.ExistingID %q, want held", dup.ExistingID)
+	}
+	for _, id := range []string{"next", "both"} {
+		if got := get(t, s, id); got.State != queue.StateWaiting || !equal(got.After, []string{"held"}) {
+			t.Fatalf("%s: state %s, after %v; want waiting after [held]", id, got.State, got.After)
+		}
+	}
+	// Alone, a batch naming a job that was never added still fails.
+	if err := s.InsertJobs(ctx(t), []*queue.Job{after("lone", "dup")}); err == nil {
+		t.Fatal("a job after a job that exists in no batch of its own was stored")
+	}
+
+	imp := begin(t, s)
+	dup2 := job(t, "dup2", keyed("k1"))
+	stage(t, imp, []*queue.Job{dup2})
+	late := after("late", "dup2")
+	stage(t, imp, []*queue.Job{late})
+	if err := imp.Commit(ctx(t)); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if got := get(t, s, "late"); got.State != queue.StateWaiting || !equal(got.After, []string{"held"}) {
+		t.Fatalf("late, after a job of an earlier chunk not added: state %s, after %v", got.State, got.After)
+	}
+}

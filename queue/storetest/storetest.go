@@ -85,6 +85,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"ImportLetsWorkersWrite", testImportLetsWorkersWrite},
 		{"ImportAfter", testImportAfter},
 		{"ImportUniqueKey", testImportUniqueKey},
+		{"AfterAJobNotAdded", testAfterAJobNotAdded},
 		{"LabelsAndHooks", testLabelsAndHooks},
 		{"UniqueKey", testUniqueKey},
 		{"UniqueKeyRace", testUniqueKeyRace},
@@ -95,6 +96,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"CoalescedInserts", testCoalescedInserts},
 		{"CoalescedFailureIsolated", testCoalescedFailureIsolated},
 		{"CoalescedStoreFailure", testCoalescedStoreFailure},
+		{"CoalescedAfterAcrossCalls", testCoalescedAfterAcrossCalls},
 		{"CoalescedConcurrent", testCoalescedConcurrent},
 		{"CoalescedCancelled", testCoalescedCancelled},
 	}

@@ -3,6 +3,7 @@ package storekit
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/queuectl/queuectl/queue"
@@ -27,10 +28,63 @@ type InsertTx interface {
 // dependencies), so a store may insert it on its fast path.
 func Plain(j *queue.Job) bool { return j.UniqueKey == "" && len(j.After) == 0 }
 
+// Aliases maps the id of a job Insert did not insert, because another job
+// held its unique key, to the holder's id, for the rest of one batch or
+// import: a later job of it that runs after the job not inserted runs
+// after the holder, whose id the caller was given in its place. It holds
+// one entry per job not inserted; the zero value is ready.
+type Aliases struct{ m map[string]string }
+
+// resolve replaces the ids of after that name jobs not inserted with their
+// holders', without naming one job twice.
+func (a *Aliases) resolve(after []string) []string {
+	if a == nil || len(a.m) == 0 {
+		return after
+	}
+	changed := false
+	for _, id := range after {
+		if _, ok := a.m[id]; ok {
+			changed = true
+		}
+	}
+	if !changed {
+		return after
+	}
+	out := make([]string, 0, len(after))
+	for _, id := range after {
+		if holder, ok := a.m[id]; ok {
+			id = holder
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func (a *Aliases) set(id, holder string) {
+	if a == nil {
+		return
+	}
+	if a.m == nil {
+		a.m = map[string]string{}
+	}
+	a.m[id] = holder
+}
+
+// drop forgets id: a job of that id was inserted, and is the one named.
+func (a *Aliases) drop(id string) {
+	if a != nil {
+		delete(a.m, id)
+	}
+}
+
 // Insert stores one job in tx: when a job holds its unique key it sets
-// j.ExistingID and inserts nothing; a job enqueued after others starts in
-// the state the lifecycle decides from theirs (DecideAfter).
-func Insert(ctx context.Context, tx InsertTx, j *queue.Job) error {
+// j.ExistingID and inserts nothing (and notes it in aliases, when not
+// nil); a job enqueued after others starts in the state the lifecycle
+// decides from theirs (DecideAfter), after the holders of those aliases
+// names.
+func Insert(ctx context.Context, tx InsertTx, j *queue.Job, aliases *Aliases) error {
 	if j.UniqueKey != "" {
 		var since time.Time
 		if j.UniqueFor > 0 {
@@ -42,10 +96,12 @@ func Insert(ctx context.Context, tx InsertTx, j *queue.Job) error {
 		}
 		if found {
 			j.ExistingID = id
+			aliases.set(j.ID, id)
 			return nil
 		}
 	}
 	if len(j.After) > 0 {
+		j.After = aliases.resolve(j.After)
 		states, err := tx.DependencyStates(ctx, j.After)
 		if err != nil {
 			return err
@@ -69,8 +125,10 @@ func Insert(ctx context.Context, tx InsertTx, j *queue.Job) error {
 			return &queue.JobError{ID: j.ID, Err: fmt.Errorf("unique key %q: the job holding it finished meanwhile (%w); enqueue again", j.UniqueKey, queue.ErrConflict)}
 		}
 		j.ExistingID = id
+		aliases.set(j.ID, id)
 		return nil
 	}
+	aliases.drop(j.ID)
 	if len(j.After) > 0 {
 		return tx.InsertDeps(ctx, j)
 	}
