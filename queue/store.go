@@ -126,6 +126,14 @@ type Store interface {
 	// most one job results.
 	FireTemplate(ctx context.Context, p FireParams) (FireResult, error)
 
+	// ApplyConfig applies a service's configuration file in one
+	// transaction, as ApplyQueues, UpdateQueueControls (each of c.Limits)
+	// and ApplyTemplates would one after another: a failure changes
+	// nothing. It returns the stored controls of the queues c.Limits
+	// names as they were before (a queue without a stored control has
+	// none).
+	ApplyConfig(ctx context.Context, c ConfigApply) ([]QueueControl, error)
+
 	// UpdateQueueControls changes the pause and limits of the named queues
 	// in one transaction (see QueueControl); claims everywhere obey them
 	// from the next claim on.

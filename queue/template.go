@@ -2,6 +2,8 @@ package queue
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"time"
 )
 
@@ -141,6 +143,45 @@ type QueueConfig struct {
 	Name        string
 	Concurrency int
 	Retry       Overrides // with the queue block's hooks, the defaults block's filling the gaps
+}
+
+// ConfigApply is what a service's configuration file sets in a store
+// (Store.ApplyConfig): its queues, the limits of the queues it declares,
+// and its recurring jobs.
+type ConfigApply struct {
+	Queues []QueueConfig
+	// Limits are updates of declared queues' max running and rate; a
+	// pause is left as stored.
+	Limits    []ControlUpdate
+	Templates []*Template
+	Now       time.Time // a new template's cursor
+}
+
+// Check validates the limits and the templates' definitions, which a
+// store checks before it changes anything.
+func (c ConfigApply) Check() error {
+	for _, u := range c.Limits {
+		if err := u.Check(); err != nil {
+			return err
+		}
+	}
+	for _, t := range c.Templates {
+		if _, err := t.Definition(); err != nil {
+			return fmt.Errorf("%s: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+// LimitedNames returns the names of the queues c.Limits updates, sorted
+// and without repeats: the order stores lock their control rows in.
+func (c ConfigApply) LimitedNames() []string {
+	var names []string
+	for _, u := range c.Limits {
+		names = append(names, u.Names...)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // templateDef is the stored form of a template's definition.

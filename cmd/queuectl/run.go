@@ -126,17 +126,12 @@ func hookTimeout(d *time.Duration) time.Duration {
 	return *d
 }
 
-// applyFile writes the file's queues and templates to the store. It
-// returns the stored controls of the declared queues whose limits it
-// changed, as they were before.
+// applyFile writes the file's queues, their limits and its templates to
+// the store, in one transaction: a failure changes nothing, and the
+// service keeps the file it had. It returns the stored controls of the
+// declared queues whose limits it changed, as they were before.
 func applyFile(ctx context.Context, st queue.Store, f *config.File, now time.Time) (replaced []queue.QueueControl, err error) {
-	if err := st.ApplyQueues(ctx, queueConfigs(f)); err != nil {
-		return nil, err
-	}
-	stored, err := st.QueueControls(ctx)
-	if err != nil {
-		return nil, err
-	}
+	var limits []queue.ControlUpdate
 	for _, q := range f.Queues {
 		if q.Implicit {
 			continue // not declared: its limits are queue set's
@@ -144,14 +139,18 @@ func applyFile(ctx context.Context, st queue.Store, f *config.File, now time.Tim
 		// The file says what a declared queue's limits are (none when
 		// unset); a pause is left as it is.
 		rate := fileRate(q)
-		if c, ok := controlOf(stored, q.Name); ok && (c.MaxRunning != q.MaxRunning || !sameRate(c.Rate, rate)) {
+		limits = append(limits, queue.ControlUpdate{Names: []string{q.Name}, MaxRunning: &q.MaxRunning, Rate: &rate})
+	}
+	before, err := st.ApplyConfig(ctx, queue.ConfigApply{Queues: queueConfigs(f), Limits: limits, Templates: templates(f), Now: now})
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range limits {
+		if c, ok := controlOf(before, u.Names[0]); ok && (c.MaxRunning != *u.MaxRunning || !sameRate(c.Rate, *u.Rate)) {
 			replaced = append(replaced, c)
 		}
-		if err := st.UpdateQueueControls(ctx, queue.ControlUpdate{Names: []string{q.Name}, MaxRunning: &q.MaxRunning, Rate: &rate}); err != nil {
-			return nil, err
-		}
 	}
-	return replaced, st.ApplyTemplates(ctx, templates(f), now)
+	return replaced, nil
 }
 
 // controlOf finds a queue's stored control.

@@ -60,28 +60,9 @@ func (s *Store) UpdateQueueControls(ctx context.Context, u queue.ControlUpdate) 
 	if err := u.Check(); err != nil {
 		return fmt.Errorf("update queue controls: %w", err)
 	}
-	names := slices.Clone(u.Names)
-	slices.Sort(names)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		for _, name := range slices.Compact(names) {
-			c, err := lockControl(ctx, tx, name)
-			if err != nil {
-				return err
-			}
-			c = u.Apply(c)
-			if !c.Steered() {
-				// Neither paused nor limited: no control row, so that a
-				// resume of a queue never paused leaves no trace.
-				if _, err := tx.Exec(ctx, `DELETE FROM queue_controls WHERE name = $1`, name); err != nil {
-					return err
-				}
-				continue
-			}
-			_, err = tx.Exec(ctx, `UPDATE queue_controls SET paused = $2, max_running = $3, rate_limit = $4, rate_period_us = $5
-				WHERE name = $1`, c.Name, c.Paused, c.MaxRunning, c.Rate.N, c.Rate.Per.Microseconds())
-			if err != nil {
-				return err
-			}
+		if _, err := updateControls(ctx, tx, u); err != nil {
+			return err
 		}
 		// A resume or a raised limit may make work runnable.
 		_, err := tx.Exec(ctx, notifySQL, s.channel)
@@ -90,11 +71,49 @@ func (s *Store) UpdateQueueControls(ctx context.Context, u queue.ControlUpdate) 
 	if err != nil {
 		return fmt.Errorf("update queue controls: %w", err)
 	}
+	s.controlsChanged()
+	return nil
+}
+
+// controlsChanged makes this process see a change of the controls at
+// once, and wakes its idle claimers.
+func (s *Store) controlsChanged() {
 	s.limited.mu.Lock()
-	s.limited.read = time.Time{} // this process sees its own change at once
+	s.limited.read = time.Time{}
 	s.limited.mu.Unlock()
 	s.wake.broadcast()
-	return nil
+}
+
+// updateControls applies u to the stored controls in tx, locking the
+// rows in name order. It returns the controls stored before (a row that
+// is stored is steered: one that is not is deleted).
+func updateControls(ctx context.Context, tx pgx.Tx, u queue.ControlUpdate) (before []queue.QueueControl, err error) {
+	names := slices.Clone(u.Names)
+	slices.Sort(names)
+	for _, name := range slices.Compact(names) {
+		c, err := lockControl(ctx, tx, name)
+		if err != nil {
+			return nil, err
+		}
+		if c.Steered() {
+			before = append(before, c)
+		}
+		c = u.Apply(c)
+		if !c.Steered() {
+			// Neither paused nor limited: no control row, so that a
+			// resume of a queue never paused leaves no trace.
+			if _, err := tx.Exec(ctx, `DELETE FROM queue_controls WHERE name = $1`, name); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		_, err = tx.Exec(ctx, `UPDATE queue_controls SET paused = $2, max_running = $3, rate_limit = $4, rate_period_us = $5
+			WHERE name = $1`, c.Name, c.Paused, c.MaxRunning, c.Rate.N, c.Rate.Per.Microseconds())
+		if err != nil {
+			return nil, err
+		}
+	}
+	return before, nil
 }
 
 // lockControl locks a queue's control row, inserting it when there is

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,43 +16,87 @@ import (
 
 // ApplyQueues implements queue.Store.
 func (s *Store) ApplyQueues(ctx context.Context, qs []queue.QueueConfig) error {
-	names := make([]string, len(qs))
-	for i, q := range qs {
-		names[i] = q.Name
-	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// Upserts rather than a delete of every row and inserts: a service
-		// starting at the same time may apply the same queues, and its
-		// inserts would collide with these (read committed).
-		b := &pgx.Batch{}
-		b.Queue(`DELETE FROM queues WHERE name <> ALL($1)`, names)
-		for _, q := range qs {
-			var maxBackoff, timeout *int64
-			if q.Retry.MaxBackoff != nil {
-				v := q.Retry.MaxBackoff.Microseconds()
-				maxBackoff = &v
-			}
-			if q.Retry.Timeout != nil {
-				v := q.Retry.Timeout.Microseconds()
-				timeout = &v
-			}
-			var hooks []byte
-			if !q.Retry.Hooks.IsZero() {
-				hooks, _ = json.Marshal(q.Retry.Hooks)
-			}
-			b.Queue(`INSERT INTO queues (name, concurrency, max_retries, backoff_base, max_backoff_us, timeout_us, hooks)
-				VALUES ($1, $2, $3, $4, $5, $6, $7)
-				ON CONFLICT (name) DO UPDATE SET concurrency = excluded.concurrency, max_retries = excluded.max_retries,
-					backoff_base = excluded.backoff_base, max_backoff_us = excluded.max_backoff_us,
-					timeout_us = excluded.timeout_us, hooks = excluded.hooks`, q.Name, q.Concurrency, q.Retry.MaxRetries, q.Retry.BackoffBase,
-				maxBackoff, timeout, hooks)
-		}
-		return tx.SendBatch(ctx, b).Close()
-	})
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return applyQueues(ctx, tx, qs) })
 	if err != nil {
 		return fmt.Errorf("apply queues: %w", err)
 	}
 	return nil
+}
+
+// applyQueues makes the declared queues exactly qs in tx, upserted in name
+// order. Upserts rather than a delete of every row and inserts: a service
+// starting at the same time may apply the same queues, and its inserts
+// would collide with these (read committed); in name order, so that two
+// files listing queues in other orders do not deadlock.
+func applyQueues(ctx context.Context, tx pgx.Tx, qs []queue.QueueConfig) error {
+	qs = slices.Clone(qs)
+	slices.SortFunc(qs, func(a, b queue.QueueConfig) int { return strings.Compare(a.Name, b.Name) })
+	names := make([]string, len(qs))
+	for i, q := range qs {
+		names[i] = q.Name
+	}
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM queues WHERE name <> ALL($1)`, names)
+	for _, q := range qs {
+		var maxBackoff, timeout *int64
+		if q.Retry.MaxBackoff != nil {
+			v := q.Retry.MaxBackoff.Microseconds()
+			maxBackoff = &v
+		}
+		if q.Retry.Timeout != nil {
+			v := q.Retry.Timeout.Microseconds()
+			timeout = &v
+		}
+		var hooks []byte
+		if !q.Retry.Hooks.IsZero() {
+			hooks, _ = json.Marshal(q.Retry.Hooks)
+		}
+		b.Queue(`INSERT INTO queues (name, concurrency, max_retries, backoff_base, max_backoff_us, timeout_us, hooks)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (name) DO UPDATE SET concurrency = excluded.concurrency, max_retries = excluded.max_retries,
+				backoff_base = excluded.backoff_base, max_backoff_us = excluded.max_backoff_us,
+				timeout_us = excluded.timeout_us, hooks = excluded.hooks`, q.Name, q.Concurrency, q.Retry.MaxRetries, q.Retry.BackoffBase,
+			maxBackoff, timeout, hooks)
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// ApplyConfig implements queue.Store: one transaction.
+func (s *Store) ApplyConfig(ctx context.Context, c queue.ConfigApply) ([]queue.QueueControl, error) {
+	if err := c.Check(); err != nil {
+		return nil, fmt.Errorf("apply config: %w", err)
+	}
+	var before []queue.QueueControl
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Controls first, in name order, as claims and queue set lock
+		// them; then queues, then templates: one order of locks for
+		// every transaction that takes more than one of them, so that
+		// two services applying files at once do not deadlock.
+		limits := slices.Clone(c.Limits)
+		slices.SortFunc(limits, func(a, b queue.ControlUpdate) int { return strings.Compare(a.Names[0], b.Names[0]) })
+		before = nil
+		for _, u := range limits {
+			was, err := updateControls(ctx, tx, u)
+			if err != nil {
+				return fmt.Errorf("update queue controls: %w", err)
+			}
+			before = append(before, was...)
+		}
+		if err := applyQueues(ctx, tx, c.Queues); err != nil {
+			return fmt.Errorf("apply queues: %w", err)
+		}
+		if err := applyTemplates(ctx, tx, c.Templates, c.Now); err != nil {
+			return fmt.Errorf("apply templates: %w", err)
+		}
+		// A raised limit may make work runnable.
+		_, err := tx.Exec(ctx, notifySQL, s.channel)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("apply config: %w", err)
+	}
+	s.controlsChanged()
+	return before, nil
 }
 
 // Queues implements queue.Store.
@@ -94,43 +140,55 @@ func (s *Store) Queues(ctx context.Context) ([]queue.QueueConfig, error) {
 
 // ApplyTemplates implements queue.Store.
 func (s *Store) ApplyTemplates(ctx context.Context, ts []*queue.Template, now time.Time) error {
+	for _, t := range ts {
+		if _, err := t.Definition(); err != nil {
+			return fmt.Errorf("apply templates: %s: %w", t.Name, err)
+		}
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return applyTemplates(ctx, tx, ts, now) })
+	if err != nil {
+		return fmt.Errorf("apply templates: %w", err)
+	}
+	return nil
+}
+
+// applyTemplates makes the stored templates exactly ts in tx, upserted in
+// name order (two services applying files that list jobs in other orders
+// do not deadlock).
+func applyTemplates(ctx context.Context, tx pgx.Tx, ts []*queue.Template, now time.Time) error {
+	ts = slices.Clone(ts)
+	slices.SortFunc(ts, func(a, b *queue.Template) int { return strings.Compare(a.Name, b.Name) })
 	names := make([]string, len(ts))
 	defs := make([]string, len(ts))
 	for i, t := range ts {
 		def, err := t.Definition()
 		if err != nil {
-			return fmt.Errorf("apply templates: %s: %w", t.Name, err)
+			return fmt.Errorf("%s: %w", t.Name, err)
 		}
 		names[i], defs[i] = t.Name, string(def)
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		b.Queue(`DELETE FROM templates WHERE name <> ALL($1)`, names)
-		for i := range ts {
-			// A changed definition keeps its cursor: slots already handled
-			// are not fired again. A new schedule or time zone, or a job
-			// enabled again, starts from now (rescheduled): the slots
-			// before it were never this schedule's to miss. A job enabled
-			// again drops a run that waited (overlap = queue) since before
-			// it was disabled, for the same reason.
-			b.Queue(`INSERT INTO templates (name, definition, cursor, updated_at) VALUES ($1, $2, $3, $3)
-				ON CONFLICT (name) DO UPDATE SET definition = excluded.definition,
-					cursor = CASE WHEN (templates.definition::jsonb->>'schedule') IS DISTINCT FROM (excluded.definition::jsonb->>'schedule')
-						OR (templates.definition::jsonb->>'time_zone') IS DISTINCT FROM (excluded.definition::jsonb->>'time_zone')
-						OR `+enabledAgainSQL+`
-						THEN GREATEST(templates.cursor, excluded.cursor) ELSE templates.cursor END,
-					pending_trigger = CASE WHEN `+enabledAgainSQL+` THEN NULL ELSE templates.pending_trigger END,
-					pending_kind = CASE WHEN `+enabledAgainSQL+` THEN NULL ELSE templates.pending_kind END,
-					updated_at = CASE WHEN templates.definition = excluded.definition
-						THEN templates.updated_at ELSE excluded.updated_at END`,
-				names[i], defs[i], now)
-		}
-		return tx.SendBatch(ctx, b).Close()
-	})
-	if err != nil {
-		return fmt.Errorf("apply templates: %w", err)
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM templates WHERE name <> ALL($1)`, names)
+	for i := range ts {
+		// A changed definition keeps its cursor: slots already handled
+		// are not fired again. A new schedule or time zone, or a job
+		// enabled again, starts from now (rescheduled): the slots
+		// before it were never this schedule's to miss. A job enabled
+		// again drops a run that waited (overlap = queue) since before
+		// it was disabled, for the same reason.
+		b.Queue(`INSERT INTO templates (name, definition, cursor, updated_at) VALUES ($1, $2, $3, $3)
+			ON CONFLICT (name) DO UPDATE SET definition = excluded.definition,
+				cursor = CASE WHEN (templates.definition::jsonb->>'schedule') IS DISTINCT FROM (excluded.definition::jsonb->>'schedule')
+					OR (templates.definition::jsonb->>'time_zone') IS DISTINCT FROM (excluded.definition::jsonb->>'time_zone')
+					OR `+enabledAgainSQL+`
+					THEN GREATEST(templates.cursor, excluded.cursor) ELSE templates.cursor END,
+				pending_trigger = CASE WHEN `+enabledAgainSQL+` THEN NULL ELSE templates.pending_trigger END,
+				pending_kind = CASE WHEN `+enabledAgainSQL+` THEN NULL ELSE templates.pending_kind END,
+				updated_at = CASE WHEN templates.definition = excluded.definition
+					THEN templates.updated_at ELSE excluded.updated_at END`,
+			names[i], defs[i], now)
 	}
-	return nil
+	return tx.SendBatch(ctx, b).Close()
 }
 
 // enabledAgainSQL holds, in an upsert of a template, when a disabled

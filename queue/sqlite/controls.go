@@ -55,44 +55,47 @@ func (s *Store) UpdateQueueControls(ctx context.Context, u queue.ControlUpdate) 
 	if err := u.Check(); err != nil {
 		return fmt.Errorf("update queue controls: %w", err)
 	}
-	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
-		for _, name := range u.Names {
-			c := queue.QueueControl{Name: name}
-			rows, err := tx.QueryContext(ctx, `SELECT `+controlColumns+` FROM queue_controls WHERE name = ?`, name)
-			if err != nil {
-				return err
-			}
-			cs, err := scanControls(rows)
-			if err != nil {
-				return err
-			}
-			if len(cs) == 1 {
-				c = cs[0]
-			}
-			c = u.Apply(c)
-			if !c.Steered() {
-				// Neither paused nor limited: no control row, so that a
-				// resume of a queue never paused leaves no trace.
-				if _, err := tx.ExecContext(ctx, `DELETE FROM queue_controls WHERE name = ?`, name); err != nil {
-					return err
-				}
-				continue
-			}
-			_, err = tx.ExecContext(ctx, `INSERT INTO queue_controls (`+controlColumns+`) VALUES (?, ?, ?, ?, ?)
-				ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, max_running = excluded.max_running,
-					rate_limit = excluded.rate_limit, rate_period_us = excluded.rate_period_us`,
-				c.Name, c.Paused, c.MaxRunning, c.Rate.N, c.Rate.Per.Microseconds())
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error { return updateControls(ctx, tx, u) })
 	if err != nil {
 		return fmt.Errorf("update queue controls: %w", err)
 	}
 	// A resume or a raised limit may make work runnable.
 	s.wake.notify()
+	return nil
+}
+
+// updateControls applies u to the stored controls in tx.
+func updateControls(ctx context.Context, tx *sql.Tx, u queue.ControlUpdate) error {
+	for _, name := range u.Names {
+		c := queue.QueueControl{Name: name}
+		rows, err := tx.QueryContext(ctx, `SELECT `+controlColumns+` FROM queue_controls WHERE name = ?`, name)
+		if err != nil {
+			return err
+		}
+		cs, err := scanControls(rows)
+		if err != nil {
+			return err
+		}
+		if len(cs) == 1 {
+			c = cs[0]
+		}
+		c = u.Apply(c)
+		if !c.Steered() {
+			// Neither paused nor limited: no control row, so that a
+			// resume of a queue never paused leaves no trace.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM queue_controls WHERE name = ?`, name); err != nil {
+				return err
+			}
+			continue
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO queue_controls (`+controlColumns+`) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, max_running = excluded.max_running,
+				rate_limit = excluded.rate_limit, rate_period_us = excluded.rate_period_us`,
+			c.Name, c.Paused, c.MaxRunning, c.Rate.N, c.Rate.Per.Microseconds())
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

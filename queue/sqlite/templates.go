@@ -14,38 +14,78 @@ import (
 
 // ApplyQueues implements queue.Store.
 func (s *Store) ApplyQueues(ctx context.Context, qs []queue.QueueConfig) error {
-	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM queues`); err != nil {
-			return err
-		}
-		for _, q := range qs {
-			var maxBackoff, timeout sql.NullInt64
-			if q.Retry.MaxBackoff != nil {
-				maxBackoff = sql.NullInt64{Int64: q.Retry.MaxBackoff.Microseconds(), Valid: true}
-			}
-			if q.Retry.Timeout != nil {
-				timeout = sql.NullInt64{Int64: q.Retry.Timeout.Microseconds(), Valid: true}
-			}
-			var base sql.NullFloat64
-			if q.Retry.BackoffBase != nil {
-				base = sql.NullFloat64{Float64: *q.Retry.BackoffBase, Valid: true}
-			}
-			var hooks sql.NullString
-			if !q.Retry.Hooks.IsZero() {
-				hooks = jsonText(q.Retry.Hooks)
-			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO queues (name, concurrency, max_retries, backoff_base, max_backoff_us, timeout_us, hooks)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, q.Name, q.Concurrency, nullInt(q.Retry.MaxRetries), base, maxBackoff, timeout, hooks)
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error { return applyQueues(ctx, tx, qs) })
 	if err != nil {
 		return fmt.Errorf("apply queues: %w", err)
 	}
 	return nil
+}
+
+// applyQueues replaces the declared queues with qs in tx.
+func applyQueues(ctx context.Context, tx *sql.Tx, qs []queue.QueueConfig) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM queues`); err != nil {
+		return err
+	}
+	for _, q := range qs {
+		var maxBackoff, timeout sql.NullInt64
+		if q.Retry.MaxBackoff != nil {
+			maxBackoff = sql.NullInt64{Int64: q.Retry.MaxBackoff.Microseconds(), Valid: true}
+		}
+		if q.Retry.Timeout != nil {
+			timeout = sql.NullInt64{Int64: q.Retry.Timeout.Microseconds(), Valid: true}
+		}
+		var base sql.NullFloat64
+		if q.Retry.BackoffBase != nil {
+			base = sql.NullFloat64{Float64: *q.Retry.BackoffBase, Valid: true}
+		}
+		var hooks sql.NullString
+		if !q.Retry.Hooks.IsZero() {
+			hooks = jsonText(q.Retry.Hooks)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO queues (name, concurrency, max_retries, backoff_base, max_backoff_us, timeout_us, hooks)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, q.Name, q.Concurrency, nullInt(q.Retry.MaxRetries), base, maxBackoff, timeout, hooks)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ApplyConfig implements queue.Store: one write transaction.
+func (s *Store) ApplyConfig(ctx context.Context, c queue.ConfigApply) ([]queue.QueueControl, error) {
+	if err := c.Check(); err != nil {
+		return nil, fmt.Errorf("apply config: %w", err)
+	}
+	var before []queue.QueueControl
+	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
+		names, _ := json.Marshal(c.LimitedNames())
+		rows, err := tx.QueryContext(ctx, `SELECT `+controlColumns+` FROM queue_controls
+			WHERE name IN (SELECT value FROM json_each(?)) ORDER BY name`, string(names))
+		if err != nil {
+			return err
+		}
+		if before, err = scanControls(rows); err != nil {
+			return err
+		}
+		if err := applyQueues(ctx, tx, c.Queues); err != nil {
+			return fmt.Errorf("apply queues: %w", err)
+		}
+		for _, u := range c.Limits {
+			if err := updateControls(ctx, tx, u); err != nil {
+				return fmt.Errorf("update queue controls: %w", err)
+			}
+		}
+		if err := applyTemplates(ctx, tx, c.Templates, c.Now); err != nil {
+			return fmt.Errorf("apply templates: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("apply config: %w", err)
+	}
+	// A raised limit may make work runnable.
+	s.wake.notify()
+	return before, nil
 }
 
 // Queues implements queue.Store.
@@ -92,37 +132,40 @@ func (s *Store) Queues(ctx context.Context) ([]queue.QueueConfig, error) {
 
 // ApplyTemplates implements queue.Store.
 func (s *Store) ApplyTemplates(ctx context.Context, ts []*queue.Template, now time.Time) error {
-	names, _ := json.Marshal(templateNames(ts))
-	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM templates WHERE name NOT IN (SELECT value FROM json_each(?))`, string(names)); err != nil {
-			return err
-		}
-		for _, t := range ts {
-			def, err := t.Definition()
-			if err != nil {
-				return err
-			}
-			// A changed definition keeps its cursor: slots already handled
-			// are not fired again. A new schedule or time zone, or a job
-			// enabled again, starts from now (rescheduled): the slots
-			// before it were never this schedule's to miss (rescheduleSQL).
-			// A job enabled again drops a run that waited (overlap =
-			// queue) since before it was disabled, for the same reason.
-			_, err = tx.ExecContext(ctx, `INSERT INTO templates (name, definition, cursor, updated_at) VALUES (?, ?, ?, ?)
-				ON CONFLICT (name) DO UPDATE SET definition = excluded.definition,
-					cursor = CASE WHEN `+rescheduleSQL+` THEN max(cursor, excluded.cursor) ELSE cursor END,
-					pending_trigger = CASE WHEN `+enabledAgainSQL+` THEN NULL ELSE pending_trigger END,
-					pending_kind = CASE WHEN `+enabledAgainSQL+` THEN NULL ELSE pending_kind END,
-					updated_at = CASE WHEN definition = excluded.definition THEN updated_at ELSE excluded.updated_at END`,
-				t.Name, string(def), toUS(now), toUS(now))
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error { return applyTemplates(ctx, tx, ts, now) })
 	if err != nil {
 		return fmt.Errorf("apply templates: %w", err)
+	}
+	return nil
+}
+
+// applyTemplates makes the stored templates exactly ts in tx.
+func applyTemplates(ctx context.Context, tx *sql.Tx, ts []*queue.Template, now time.Time) error {
+	names, _ := json.Marshal(templateNames(ts))
+	if _, err := tx.ExecContext(ctx, `DELETE FROM templates WHERE name NOT IN (SELECT value FROM json_each(?))`, string(names)); err != nil {
+		return err
+	}
+	for _, t := range ts {
+		def, err := t.Definition()
+		if err != nil {
+			return err
+		}
+		// A changed definition keeps its cursor: slots already handled
+		// are not fired again. A new schedule or time zone, or a job
+		// enabled again, starts from now (rescheduled): the slots
+		// before it were never this schedule's to miss (rescheduleSQL).
+		// A job enabled again drops a run that waited (overlap =
+		// queue) since before it was disabled, for the same reason.
+		_, err = tx.ExecContext(ctx, `INSERT INTO templates (name, definition, cursor, updated_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET definition = excluded.definition,
+				cursor = CASE WHEN `+rescheduleSQL+` THEN max(cursor, excluded.cursor) ELSE cursor END,
+				pending_trigger = CASE WHEN `+enabledAgainSQL+` THEN NULL ELSE pending_trigger END,
+				pending_kind = CASE WHEN `+enabledAgainSQL+` THEN NULL ELSE pending_kind END,
+				updated_at = CASE WHEN definition = excluded.definition THEN updated_at ELSE excluded.updated_at END`,
+			t.Name, string(def), toUS(now), toUS(now))
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

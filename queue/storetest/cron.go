@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -234,17 +235,36 @@ func testApplyConcurrently(t *testing.T, open Opener) {
 	ts := []*queue.Template{template("a", queue.OverlapSkip), template("b", queue.OverlapAllow)}
 	var wg sync.WaitGroup
 	errs := make(chan error, 40)
-	for _, s := range []queue.Store{open(t), open(t)} {
-		for range 4 {
+	for h, s := range []queue.Store{open(t), open(t)} {
+		// The second handle's file lists queues and jobs in the other
+		// order: no order of locks may deadlock the two.
+		hqs, hts := slices.Clone(qs), slices.Clone(ts)
+		if h == 1 {
+			slices.Reverse(hqs)
+			slices.Reverse(hts)
+		}
+		var limits []queue.ControlUpdate
+		for _, q := range hqs {
+			limits = append(limits, queue.ControlUpdate{Names: []string{q.Name}, MaxRunning: ptr(q.Concurrency), Rate: &queue.RateLimit{}})
+		}
+		for g := range 4 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for range 5 {
-					if err := s.ApplyQueues(ctx(t), qs); err != nil {
+					if g%2 == 0 { // a file applied in one transaction (run)
+						_, err := s.ApplyConfig(ctx(t), queue.ConfigApply{Queues: hqs, Limits: limits, Templates: hts, Now: t0})
+						if err != nil {
+							errs <- err
+							return
+						}
+						continue
+					}
+					if err := s.ApplyQueues(ctx(t), hqs); err != nil {
 						errs <- err
 						return
 					}
-					if err := s.ApplyTemplates(ctx(t), ts, t0); err != nil {
+					if err := s.ApplyTemplates(ctx(t), hts, t0); err != nil {
 						errs <- err
 						return
 					}
@@ -349,4 +369,53 @@ func testApplyTemplatesReschedules(t *testing.T, open Opener) {
 	apply(5*time.Hour, 5*time.Hour, "enabled again")
 	a.Schedule = "0 4 * * *"
 	apply(time.Hour, 5*time.Hour, "schedule changed by a clock behind the cursor")
+}
+
+// testApplyConfig: a file's queues, limits and templates are applied
+// together; the answer holds the limited queues' controls as they were
+// (a pause is kept); a refused file changes nothing.
+func testApplyConfig(t *testing.T, open Opener) {
+	s := open(t)
+	if err := s.UpdateQueueControls(ctx(t), queue.ControlUpdate{Names: []string{"mail"}, Paused: ptr(true), MaxRunning: ptr(5)}); err != nil {
+		t.Fatal(err)
+	}
+	apply := queue.ConfigApply{
+		Queues: []queue.QueueConfig{{Name: "mail", Concurrency: 1}, {Name: "web", Concurrency: 2}},
+		Limits: []queue.ControlUpdate{
+			{Names: []string{"web"}, MaxRunning: ptr(1), Rate: &queue.RateLimit{}},
+			{Names: []string{"mail"}, MaxRunning: ptr(2), Rate: &queue.RateLimit{N: 10, Per: time.Minute}},
+		},
+		Templates: []*queue.Template{template("a", queue.OverlapSkip)},
+		Now:       t0,
+	}
+	before, err := s.ApplyConfig(ctx(t), apply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before) != 1 || before[0].Name != "mail" || !before[0].Paused || before[0].MaxRunning != 5 {
+		t.Fatalf("controls before: %+v; want mail's alone, paused with 5 running at most", before)
+	}
+	check := func(when string) {
+		t.Helper()
+		if qs, err := s.Queues(ctx(t)); err != nil || len(qs) != 2 || qs[0].Name != "mail" || qs[1].Name != "web" {
+			t.Fatalf("%s: queues %+v %v", when, qs, err)
+		}
+		cs, err := s.QueueControls(ctx(t))
+		if err != nil || len(cs) != 2 || cs[0] != (queue.QueueControl{Name: "mail", Paused: true, MaxRunning: 2, Rate: queue.RateLimit{N: 10, Per: time.Minute}}) ||
+			cs[1] != (queue.QueueControl{Name: "web", MaxRunning: 1}) {
+			t.Fatalf("%s: controls %+v %v", when, cs, err)
+		}
+		if got := templatesByName(t, s); len(got) != 1 || got["a"] == nil {
+			t.Fatalf("%s: templates %v", when, got)
+		}
+	}
+	check("applied")
+	bad := apply
+	bad.Queues = []queue.QueueConfig{{Name: "other", Concurrency: 1}}
+	bad.Templates = []*queue.Template{template("b", queue.OverlapSkip)}
+	bad.Limits = append(slices.Clone(apply.Limits), queue.ControlUpdate{Names: []string{"a b"}, MaxRunning: ptr(1)})
+	if _, err := s.ApplyConfig(ctx(t), bad); !errors.Is(err, queue.ErrInvalid) {
+		t.Fatalf("a limit of a queue name no queue can have: %v; want ErrInvalid", err)
+	}
+	check("after a refused file")
 }

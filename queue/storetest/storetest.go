@@ -64,6 +64,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"Overlap", testOverlap},
 		{"Queues", testQueues},
 		{"ApplyConcurrently", testApplyConcurrently},
+		{"ApplyConfig", testApplyConfig},
 		{"ControlsConcurrently", testControlsConcurrently},
 		{"CancelWinsOverRetry", testCancelWinsOverRetry},
 		{"ExpiredLeaseIsNotRenewed", testExpiredLeaseIsNotRenewed},
