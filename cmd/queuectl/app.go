@@ -298,6 +298,31 @@ func (a *app) store(ctx context.Context) (queue.Store, error) {
 	return openStore(ctx, dsn)
 }
 
+// openStore opens the command's database with the options a SQLite store
+// opens with. A SQLite database that must exist and does not is bad input
+// naming the path and where it came from; the error wraps
+// sqlite.ErrNoDatabase.
+func (a *app) openStore(cmd *cobra.Command, o sqlite.Options) (queue.Store, error) {
+	dsn, err := a.dsn()
+	if err != nil {
+		return nil, err
+	}
+	st, err := openStoreWith(cmd.Context(), dsn, o)
+	if errors.Is(err, sqlite.ErrNoDatabase) {
+		abs, _ := filepath.Abs(dsn)
+		hint := ""
+		switch {
+		case a.dbFlag != "":
+			hint = "; check --db"
+		case a.getenv("QUEUECTL_DB") != "":
+			hint = "; check QUEUECTL_DB"
+		}
+		return nil, usageError{fmt.Errorf("%s: %w at %s: nothing has written to it yet (enqueue, worker start and migrate create it)%s",
+			commandName(cmd), sqlite.ErrNoDatabase, abs, hint)}
+	}
+	return st, err
+}
+
 // withStore opens the store, runs fn, and closes the store.
 func (a *app) withStore(cmd *cobra.Command, fn func(ctx context.Context, st queue.Store) error) error {
 	return a.withStoreOpts(cmd, sqlite.Options{}, fn)
@@ -314,22 +339,7 @@ func (a *app) withReadStore(cmd *cobra.Command, fn func(ctx context.Context, st 
 // withStoreOpts is withStore with the options a SQLite store opens with.
 func (a *app) withStoreOpts(cmd *cobra.Command, o sqlite.Options, fn func(ctx context.Context, st queue.Store) error) error {
 	ctx := cmd.Context()
-	dsn, err := a.dsn()
-	if err != nil {
-		return err
-	}
-	st, err := openStoreWith(ctx, dsn, o)
-	if errors.Is(err, sqlite.ErrNoDatabase) {
-		abs, _ := filepath.Abs(dsn)
-		hint := ""
-		switch {
-		case a.dbFlag != "":
-			hint = "; check --db"
-		case a.getenv("QUEUECTL_DB") != "":
-			hint = "; check QUEUECTL_DB"
-		}
-		return usagef("%s: no database at %s: nothing has written to it yet (enqueue, worker start and migrate create it)%s", commandName(cmd), abs, hint)
-	}
+	st, err := a.openStore(cmd, o)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -27,18 +28,36 @@ store; with -c FILE they read the file (and trigger applies it first).`,
 
 // templatesFor returns the templates to show: from the file when -c is
 // given (with the store's state of templates of the same name), else from
-// the store. The caller closes the store.
-func (a *app) templatesFor(ctx context.Context, apply bool) ([]*queue.Template, queue.Store, error) {
-	st, err := a.store(ctx)
+// the store. The caller closes the store, which is nil when the command
+// only reads (create false), the file was given, and its SQLite database
+// does not exist yet: the file's templates are shown as never fired, and
+// no database is created.
+func (a *app) templatesFor(cmd *cobra.Command, create bool) ([]*queue.Template, queue.Store, error) {
+	ctx := cmd.Context()
+	st, err := a.openStore(cmd, sqlite.Options{MustExist: !create})
+	if errors.Is(err, sqlite.ErrNoDatabase) && a.file.path != "" {
+		f, err := a.configFile()
+		if err != nil {
+			return nil, nil, err
+		}
+		return templates(f), nil, nil
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	ts, err := a.readTemplates(ctx, st, apply)
+	ts, err := a.readTemplates(ctx, st, false)
 	if err != nil {
 		st.Close()
 		return nil, nil, err
 	}
 	return ts, st, nil
+}
+
+// closeStore closes st unless it is nil (templatesFor).
+func closeStore(st queue.Store) {
+	if st != nil {
+		st.Close()
+	}
 }
 
 func (a *app) readTemplates(ctx context.Context, st queue.Store, apply bool) ([]*queue.Template, error) {
@@ -72,19 +91,19 @@ func (a *app) readTemplates(ctx context.Context, st queue.Store, apply bool) ([]
 // template finds one template by name (see templatesFor); the caller
 // closes the store. With apply, the file is applied first, as run would,
 // but only once the name is known to be in it (a typo changes nothing).
-func (a *app) template(ctx context.Context, name string, apply bool) (*queue.Template, queue.Store, error) {
-	ts, st, err := a.templatesFor(ctx, false)
+func (a *app) template(cmd *cobra.Command, name string, apply bool) (*queue.Template, queue.Store, error) {
+	ts, st, err := a.templatesFor(cmd, apply)
 	if err != nil {
 		return nil, nil, err
 	}
 	t, err := findTemplate(ts, name)
 	if err == nil && apply && a.file.path != "" {
-		if ts, err = a.readTemplates(ctx, st, true); err == nil {
+		if ts, err = a.readTemplates(cmd.Context(), st, true); err == nil {
 			t, err = findTemplate(ts, name)
 		}
 	}
 	if err != nil {
-		st.Close()
+		closeStore(st)
 		return nil, nil, err
 	}
 	return t, st, nil
@@ -116,11 +135,11 @@ func (a *app) cronListCmd() *cobra.Command {
 		Short: "List recurring jobs with their last and next fire and last outcome",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ts, st, err := a.templatesFor(cmd.Context(), false)
+			ts, st, err := a.templatesFor(cmd, false)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
+			defer closeStore(st)
 			if asJSON {
 				return a.printJSON(view.CronTemplates(ts, a.now(), 5))
 			}
@@ -163,11 +182,11 @@ func (a *app) cronNextCmd() *cobra.Command {
 			if n < 1 || n > 10000 {
 				return usagef("-n %d: must be from 1 to 10000", n)
 			}
-			t, st, err := a.template(cmd.Context(), args[0], false)
+			t, st, err := a.template(cmd, args[0], false)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
+			defer closeStore(st)
 			sc, err := scheduler.Parse(t)
 			if err != nil {
 				return err
@@ -195,7 +214,7 @@ func (a *app) cronTriggerCmd() *cobra.Command {
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			t, st, err := a.template(ctx, args[0], true)
+			t, st, err := a.template(cmd, args[0], true)
 			if err != nil {
 				return err
 			}

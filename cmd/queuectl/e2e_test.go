@@ -723,10 +723,11 @@ func TestE2EReadCommandsCreateNoDatabase(t *testing.T) {
 	for _, args := range [][]string{
 		{"status"}, {"list"}, {"show", "x"}, {"output", "x"}, {"dlq", "list"}, {"queue", "list"},
 		{"wait", "x"}, {"worker", "list"}, {"worker", "stop"}, {"config", "get"}, {"stats"}, {"backup", "copy.db"},
+		{"cron", "list"}, {"cron", "next", "x"},
 	} {
 		name := args
-		if len(args) == 2 && (args[1] == "x" || args[0] == "backup") {
-			name = args[:1] // the command, not its argument
+		if args[len(args)-1] == "x" || args[0] == "backup" {
+			name = args[:len(args)-1] // the command, not its argument
 		}
 		_, errOut, code := c.run(args...)
 		want := "queuectl: " + strings.Join(name, " ") + ": no database at " + path +
@@ -737,6 +738,18 @@ func TestE2EReadCommandsCreateNoDatabase(t *testing.T) {
 		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("%v created %s: %v", args, path, err)
 		}
+	}
+	// With a file, the cron commands show its jobs as never fired.
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, "job \"nightly\" {\n  schedule = \"0 3 * * *\"\n  command  = \"true\"\n}\n")
+	if out := c.ok("cron", "list", "-c", cfg); !strings.Contains(out, "nightly") {
+		t.Errorf("cron list -c without a database: %q", out)
+	}
+	if out := c.ok("cron", "next", "nightly", "-n", "1", "-c", cfg); !strings.Contains(out, "03:00:00") {
+		t.Errorf("cron next -c without a database: %q", out)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("cron list -c created %s: %v", path, err)
 	}
 	c.ok("enqueue", "--command", "true")
 	if got := c.list("pending"); len(got) != 1 {

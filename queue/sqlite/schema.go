@@ -173,6 +173,9 @@ func linkEnd(path string) (string, error) {
 
 // checkTarget is checkFile for the file itself (no link).
 func checkTarget(path string, create bool) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && !create {
+		return ErrNoDatabase // its directory may be missing too
+	}
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -182,9 +185,6 @@ func checkTarget(path string, create bool) error {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
 	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) && !create {
-		return ErrNoDatabase
-	}
 	if errors.Is(err, os.ErrNotExist) {
 		// A new database: create it readable by its owner only (jobs carry
 		// commands and environments). SQLite gives the WAL and

@@ -165,7 +165,7 @@ func TestOpenMustExist(t *testing.T) {
 	if err := os.Symlink(path, link); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{path, link} {
+	for _, p := range []string{path, link, filepath.Join(dir, "missing", "queue.db")} {
 		if _, err := sqlite.OpenWith(ctx, p, sqlite.Options{MustExist: true}); !errors.Is(err, sqlite.ErrNoDatabase) {
 			t.Fatalf("open %s that does not exist: %v; want ErrNoDatabase", p, err)
 		}
