@@ -210,7 +210,7 @@ func (c *Coalescing) insertGroup(group []*insertCall) []error {
 // held) runs after the holder, which must not happen across calls, stored
 // as if one after another.
 func afterKeyedOfAnother(group []*insertCall) bool {
-	keyed := map[string]int{} // id of a job with a unique key: its call
+	var keyed map[string]int // id of a job with a unique key: its call
 	for i, call := range group {
 		for _, j := range call.jobs {
 			for _, id := range j.After {
@@ -221,6 +221,9 @@ func afterKeyedOfAnother(group []*insertCall) bool {
 		}
 		for _, j := range call.jobs {
 			if j.UniqueKey != "" {
+				if keyed == nil {
+					keyed = map[string]int{}
+				}
 				keyed[j.ID] = i
 			}
 		}
