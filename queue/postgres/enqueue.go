@@ -184,7 +184,7 @@ func (t insertTx) Insert(ctx context.Context, j *queue.Job) (bool, error) {
 	return n == 1, nil
 }
 
-func (t insertTx) InsertDeps(ctx context.Context, j *queue.Job) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO job_deps (job_id, dep_id) SELECT $1, unnest($2::text[])`, j.ID, j.After)
+func (t insertTx) InsertDeps(ctx context.Context, j *queue.Job, after []string) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO job_deps (job_id, dep_id) SELECT $1, unnest($2::text[])`, j.ID, after)
 	return err
 }

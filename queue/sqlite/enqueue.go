@@ -129,8 +129,8 @@ func (t insertTx) Insert(ctx context.Context, j *queue.Job) (bool, error) {
 	return err == nil, err
 }
 
-func (t insertTx) InsertDeps(ctx context.Context, j *queue.Job) error {
-	for _, dep := range j.After {
+func (t insertTx) InsertDeps(ctx context.Context, j *queue.Job, after []string) error {
+	for _, dep := range after {
 		if _, err := t.tx.ExecContext(ctx, `INSERT INTO job_deps (job_id, dep_id) VALUES (?, ?)`, j.ID, dep); err != nil {
 			return err
 		}

@@ -148,16 +148,26 @@ func testAfterAJobNotAdded(t *testing.T, open Opener) {
 	if err := s.InsertJobs(ctx(t), []*queue.Job{after("lone", "dup")}); err == nil {
 		t.Fatal("a job after a job that exists in no batch of its own was stored")
 	}
+	// A job added later in the batch under the id of one not added is the
+	// one a later job names.
+	insert(t, s, job(t, "again", keyed("k1")), job(t, "again", nil), after("then", "again"))
+	if got := get(t, s, "then"); !equal(got.After, []string{"again"}) {
+		t.Fatalf("then, after an id taken again in the batch: after %v, want [again]", got.After)
+	}
 
 	imp := begin(t, s)
 	dup2 := job(t, "dup2", keyed("k1"))
-	stage(t, imp, []*queue.Job{dup2})
+	stage(t, imp, []*queue.Job{dup2, job(t, "dup3", keyed("k1"))})
+	stage(t, imp, []*queue.Job{job(t, "dup3", nil)}) // a plain job takes the id
 	late := after("late", "dup2")
-	stage(t, imp, []*queue.Job{late})
+	stage(t, imp, []*queue.Job{late, after("later", "dup3")})
 	if err := imp.Commit(ctx(t)); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
 	if got := get(t, s, "late"); got.State != queue.StateWaiting || !equal(got.After, []string{"held"}) {
 		t.Fatalf("late, after a job of an earlier chunk not added: state %s, after %v", got.State, got.After)
+	}
+	if got := get(t, s, "later"); !equal(got.After, []string{"dup3"}) {
+		t.Fatalf("later, after an id a plain job took in a later chunk: after %v, want [dup3]", got.After)
 	}
 }

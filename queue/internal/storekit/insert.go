@@ -20,8 +20,9 @@ type InsertTx interface {
 	// Insert inserts j in its state; inserted is false, and nothing
 	// changed, when an unfinished job already holds j's unique key.
 	Insert(ctx context.Context, j *queue.Job) (inserted bool, err error)
-	// InsertDeps records the jobs j runs after.
-	InsertDeps(ctx context.Context, j *queue.Job) error
+	// InsertDeps records the jobs j runs after: after, which is j.After
+	// with aliases resolved.
+	InsertDeps(ctx context.Context, j *queue.Job, after []string) error
 }
 
 // Plain reports whether j needs none of Insert's work (no unique key, no
@@ -31,35 +32,41 @@ func Plain(j *queue.Job) bool { return j.UniqueKey == "" && len(j.After) == 0 }
 // Aliases maps the id of a job Insert did not insert, because another job
 // held its unique key, to the holder's id, for the rest of one batch or
 // import: a later job of it that runs after the job not inserted runs
-// after the holder, whose id the caller was given in its place. It holds
-// one entry per job not inserted; the zero value is ready.
+// after the holder, whose id the caller was given in its place. An id
+// that names a job (one inserted later under the same id) is that job. It
+// holds one entry per job not inserted; the zero value is ready.
 type Aliases struct{ m map[string]string }
 
-// resolve replaces the ids of after that name jobs not inserted with their
-// holders', without naming one job twice.
-func (a *Aliases) resolve(after []string) []string {
+// resolve returns after with each id that names no job (no entry in
+// states) and was not inserted replaced by its holder's, without naming
+// one job twice; ok is false when nothing changed.
+func (a *Aliases) resolve(after []string, states map[string]queue.State) (out []string, ok bool) {
 	if a == nil || len(a.m) == 0 {
-		return after
+		return after, false
 	}
-	changed := false
 	for _, id := range after {
-		if _, ok := a.m[id]; ok {
-			changed = true
+		if _, found := states[id]; found {
+			continue
+		}
+		if _, aliased := a.m[id]; aliased {
+			ok = true
 		}
 	}
-	if !changed {
-		return after
+	if !ok {
+		return after, false
 	}
-	out := make([]string, 0, len(after))
+	out = make([]string, 0, len(after))
 	for _, id := range after {
-		if holder, ok := a.m[id]; ok {
-			id = holder
+		if _, found := states[id]; !found {
+			if holder, aliased := a.m[id]; aliased {
+				id = holder
+			}
 		}
 		if !slices.Contains(out, id) {
 			out = append(out, id)
 		}
 	}
-	return out
+	return out, true
 }
 
 func (a *Aliases) set(id, holder string) {
@@ -72,18 +79,13 @@ func (a *Aliases) set(id, holder string) {
 	a.m[id] = holder
 }
 
-// drop forgets id: a job of that id was inserted, and is the one named.
-func (a *Aliases) drop(id string) {
-	if a != nil {
-		delete(a.m, id)
-	}
-}
-
 // Insert stores one job in tx: when a job holds its unique key it sets
 // j.ExistingID and inserts nothing (and notes it in aliases, when not
 // nil); a job enqueued after others starts in the state the lifecycle
-// decides from theirs (DecideAfter), after the holders of those aliases
-// names.
+// decides from theirs (DecideAfter), after the holders of those of them
+// aliases names that name no job. j itself is left as it was but for
+// ExistingID and its state, so that a transaction run again decides
+// again.
 func Insert(ctx context.Context, tx InsertTx, j *queue.Job, aliases *Aliases) error {
 	if j.UniqueKey != "" {
 		var since time.Time
@@ -100,13 +102,19 @@ func Insert(ctx context.Context, tx InsertTx, j *queue.Job, aliases *Aliases) er
 			return nil
 		}
 	}
-	if len(j.After) > 0 {
-		j.After = aliases.resolve(j.After)
-		states, err := tx.DependencyStates(ctx, j.After)
+	after := j.After
+	if len(after) > 0 {
+		states, err := tx.DependencyStates(ctx, after)
 		if err != nil {
 			return err
 		}
-		state, reason, err := queue.DecideAfter(j.After, states)
+		if resolved, ok := aliases.resolve(after, states); ok {
+			after = resolved
+			if states, err = tx.DependencyStates(ctx, after); err != nil {
+				return err
+			}
+		}
+		state, reason, err := queue.DecideAfter(after, states)
 		if err != nil {
 			return &queue.JobError{ID: j.ID, Err: err}
 		}
@@ -128,9 +136,8 @@ func Insert(ctx context.Context, tx InsertTx, j *queue.Job, aliases *Aliases) er
 		aliases.set(j.ID, id)
 		return nil
 	}
-	aliases.drop(j.ID)
-	if len(j.After) > 0 {
-		return tx.InsertDeps(ctx, j)
+	if len(after) > 0 {
+		return tx.InsertDeps(ctx, j, after)
 	}
 	return nil
 }
