@@ -14,9 +14,24 @@ import (
 	"github.com/queuectl/queuectl/queue/internal/storekit"
 )
 
+// lockApply serialises, for the rest of tx, the transactions that write a
+// file's queues and recurring jobs to this schema: each deletes the rows
+// its file does not declare (locking them in the order it scans them)
+// and upserts the others, so two services applying different files at
+// once would otherwise lock the same rows in opposite orders.
+func lockApply(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('queuectl-apply:' || current_schema(), 0))`)
+	return err
+}
+
 // ApplyQueues implements queue.Store.
 func (s *Store) ApplyQueues(ctx context.Context, qs []queue.QueueConfig) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return applyQueues(ctx, tx, qs) })
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockApply(ctx, tx); err != nil {
+			return err
+		}
+		return applyQueues(ctx, tx, qs)
+	})
 	if err != nil {
 		return fmt.Errorf("apply queues: %w", err)
 	}
@@ -68,19 +83,28 @@ func (s *Store) ApplyConfig(ctx context.Context, c queue.ConfigApply) ([]queue.Q
 	}
 	var before []queue.QueueControl
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// Controls first, in name order, as claims and queue set lock
-		// them; then queues, then templates: one order of locks for
-		// every transaction that takes more than one of them, so that
-		// two services applying files at once do not deadlock.
-		limits := slices.Clone(c.Limits)
-		slices.SortFunc(limits, func(a, b queue.ControlUpdate) int { return strings.Compare(a.Names[0], b.Names[0]) })
+		if err := lockApply(ctx, tx); err != nil {
+			return err
+		}
+		// Controls first, each row in name order, as claims and queue
+		// set lock them; then queues, then templates.
 		before = nil
-		for _, u := range limits {
-			was, err := updateControls(ctx, tx, u)
-			if err != nil {
-				return fmt.Errorf("update queue controls: %w", err)
+		for _, name := range c.LimitedNames() {
+			first := true // the first update of name finds what was stored
+			for _, u := range c.Limits {
+				if !slices.Contains(u.Names, name) {
+					continue
+				}
+				one := u
+				one.Names = []string{name}
+				was, err := updateControls(ctx, tx, one)
+				if err != nil {
+					return fmt.Errorf("update queue controls: %w", err)
+				}
+				if first {
+					before, first = append(before, was...), false
+				}
 			}
-			before = append(before, was...)
 		}
 		if err := applyQueues(ctx, tx, c.Queues); err != nil {
 			return fmt.Errorf("apply queues: %w", err)
@@ -145,7 +169,12 @@ func (s *Store) ApplyTemplates(ctx context.Context, ts []*queue.Template, now ti
 			return fmt.Errorf("apply templates: %s: %w", t.Name, err)
 		}
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return applyTemplates(ctx, tx, ts, now) })
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockApply(ctx, tx); err != nil {
+			return err
+		}
+		return applyTemplates(ctx, tx, ts, now)
+	})
 	if err != nil {
 		return fmt.Errorf("apply templates: %w", err)
 	}

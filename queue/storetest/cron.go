@@ -419,3 +419,45 @@ func testApplyConfig(t *testing.T, open Opener) {
 	}
 	check("after a refused file")
 }
+
+// testApplyDifferentFilesConcurrently: services applying different files
+// at once (a rolling change) never fail each other: every apply
+// succeeds, and the store ends holding one of the two files whole.
+func testApplyDifferentFilesConcurrently(t *testing.T, open Opener) {
+	file := func(q, tpl string) queue.ConfigApply {
+		return queue.ConfigApply{Queues: []queue.QueueConfig{{Name: q, Concurrency: 1}, {Name: "shared", Concurrency: 1}},
+			Limits:    []queue.ControlUpdate{{Names: []string{q}, MaxRunning: ptr(1), Rate: &queue.RateLimit{}}},
+			Templates: []*queue.Template{template(tpl, queue.OverlapSkip)}, Now: t0}
+	}
+	files := []queue.ConfigApply{file("x", "tx"), file("y", "ty")}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i, s := range []queue.Store{open(t), open(t)} {
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 10 {
+					if _, err := s.ApplyConfig(ctx(t), files[i]); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("apply beside a service applying another file: %v", err)
+	}
+	s := open(t)
+	qs, err := s.Queues(ctx(t))
+	if err != nil || len(qs) != 2 {
+		t.Fatalf("queues: %+v %v", qs, err)
+	}
+	tpl := map[string]string{"x": "tx", "y": "ty"}[qs[1].Name]
+	if got := templatesByName(t, s); len(got) != 1 || got[tpl] == nil {
+		t.Fatalf("queues %s and shared with templates %v: not one file's whole", qs[1].Name, got)
+	}
+}

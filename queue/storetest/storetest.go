@@ -65,6 +65,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"Queues", testQueues},
 		{"ApplyConcurrently", testApplyConcurrently},
 		{"ApplyConfig", testApplyConfig},
+		{"ApplyDifferentFilesConcurrently", testApplyDifferentFilesConcurrently},
 		{"ControlsConcurrently", testControlsConcurrently},
 		{"CancelWinsOverRetry", testCancelWinsOverRetry},
 		{"ExpiredLeaseIsNotRenewed", testExpiredLeaseIsNotRenewed},
