@@ -14,6 +14,8 @@ type backuper interface {
 	Backup(ctx context.Context, path string) error
 }
 
+var errBackupPostgres = usageError{errors.New("backup: only SQLite databases are copied by queuectl; back up PostgreSQL with pg_dump")}
+
 func (a *app) backupCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "backup FILE",
@@ -30,10 +32,19 @@ databases are backed up with the server's tools (pg_dump).`,
 			if args[0] == "" {
 				return usagef("backup: FILE is empty: name the file to write the copy to")
 			}
+			// Refused before the store opens: opening a PostgreSQL
+			// database would connect and apply its migrations.
+			dsn, err := a.dsn()
+			if err != nil {
+				return err
+			}
+			if isPostgresURL(dsn) {
+				return errBackupPostgres
+			}
 			return a.withReadStore(cmd, func(ctx context.Context, st queue.Store) error {
 				b, ok := st.(backuper)
 				if !ok {
-					return usageError{errors.New("backup: only SQLite databases are copied by queuectl; back up PostgreSQL with pg_dump")}
+					return errBackupPostgres
 				}
 				if err := b.Backup(ctx, args[0]); err != nil {
 					return err

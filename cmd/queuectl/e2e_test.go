@@ -655,6 +655,7 @@ func TestE2EBadInput(t *testing.T) {
 		{"migrate to nothing", []string{"migrate", "--to", ""}, 2, `migrate --to "": give a postgres:// URL`},
 		{"backup to nothing", []string{"backup", ""}, 2, "backup: FILE is empty"},
 		{"backup into no directory", []string{"backup", "/nonexistent-dir/b.db"}, 1, "backup: cannot write b.db in /nonexistent-dir: no such file or directory"},
+		{"backup of a PostgreSQL database", []string{"--db", "postgres://u@127.0.0.1:1/q", "backup", "b.db"}, 2, "backup: only SQLite databases are copied by queuectl; back up PostgreSQL with pg_dump"},
 	}
 	before := c.ok("list", "--json")
 	for _, tc := range tests {
