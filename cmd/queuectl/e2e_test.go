@@ -653,6 +653,7 @@ func TestE2EBadInput(t *testing.T) {
 		{"worker queue with a space", []string{"worker", "start", "--queue", "a b"}, 2, `--queue: invalid: queue "a b" contains white space`},
 		{"worker queue empty", []string{"worker", "start", "--queue", ""}, 2, "--queue: invalid: queue is empty"},
 		{"migrate to nothing", []string{"migrate", "--to", ""}, 2, `migrate --to "": give a postgres:// URL`},
+		{"migrate to an unreadable URL", []string{"migrate", "--to", "postgres://u:secretpw@127.0.0.1:1/q?sslmode=bogus"}, 2, "migrate --to: cannot parse `postgres://u:xxxxx@"},
 		{"backup to nothing", []string{"backup", ""}, 2, "backup: FILE is empty"},
 		{"backup into no directory", []string{"backup", "/nonexistent-dir/b.db"}, 1, "backup: cannot write b.db in /nonexistent-dir: no such file or directory"},
 		{"backup of a PostgreSQL database", []string{"--db", "postgres://u@127.0.0.1:1/q", "backup", "b.db"}, 2, "backup: only SQLite databases are copied by queuectl; back up PostgreSQL with pg_dump"},

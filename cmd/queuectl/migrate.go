@@ -17,6 +17,11 @@ func (a *app) migrateTo(ctx context.Context, to string) error {
 	if !isPostgresURL(to) {
 		return usagef("migrate --to %q: give a postgres:// URL", redactDSN(to))
 	}
+	// A URL the driver cannot read is bad input, found before the source
+	// is read whole.
+	if err := checkDSN("migrate --to", to); err != nil {
+		return err
+	}
 	dsn, err := a.dsn()
 	if err != nil {
 		return err
