@@ -32,9 +32,10 @@ func (s *Store) Backup(ctx context.Context, path string) error {
 		}
 		return fmt.Errorf("backup: cannot write %s in %s: %w", filepath.Base(abs), filepath.Dir(abs), err)
 	}
+	// VACUUM INTO writes into an empty file: this one, created 0600, so
+	// the copy is never readable by others, not even half-written.
 	tmpPath := tmp.Name()
 	tmp.Close()
-	os.Remove(tmpPath) // VACUUM INTO wants a file that does not exist
 	defer os.Remove(tmpPath)
 	// A connection of its own: the read pool is query-only, and the writer
 	// must stay free for this process's writes during a long copy.

@@ -1,0 +1,71 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/queuectl/queuectl/queue/sqlite"
+)
+
+// The copy holds the jobs' commands and environments while it is written,
+// so the partial file is its owner's only from the start, whatever the
+// umask: a backup killed half-way leaves nothing others may read.
+func TestBackupPartialFileIsPrivate(t *testing.T) {
+	old := syscall.Umask(0o022)
+	t.Cleanup(func() { syscall.Umask(old) })
+	path := filepath.Join(t.TempDir(), "queue.db")
+	s := seed(t, path, 1)
+	defer s.Close()
+	// Enough pages that the copy takes a while to write.
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE pad(b BLOB);
+		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 64)
+		INSERT INTO pad SELECT randomblob(1 << 20) FROM n`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	dir := t.TempDir()
+	done := make(chan error, 1)
+	go func() { done <- s.(*sqlite.Store).Backup(context.Background(), filepath.Join(dir, "backup.db")) }()
+	seen := 0
+	for finished := false; !finished; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("backup: %v", err)
+			}
+			finished = true
+		default:
+		}
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if !strings.Contains(e.Name(), ".partial-") {
+				continue
+			}
+			fi, err := e.Info()
+			if err != nil {
+				continue // renamed or removed meanwhile
+			}
+			seen++
+			if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+				t.Fatalf("%s is mode %04o while the copy is written; want 0600", e.Name(), perm)
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("the copy finished before its partial file was seen: make the database larger")
+	}
+	fi, err := os.Stat(filepath.Join(dir, "backup.db"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("backup: %v %v, want mode 0600", fi, err)
+	}
+}
