@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/signal"
+	"syscall"
 
 	"github.com/queuectl/queuectl/queue"
 	"github.com/spf13/cobra"
@@ -41,12 +43,20 @@ databases are backed up with the server's tools (pg_dump).`,
 			if isPostgresURL(dsn) {
 				return errBackupPostgres
 			}
+			// A stop signal (Ctrl-C, a job's timeout, systemd) interrupts
+			// the copy, and the partial file is removed.
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			cmd.SetContext(ctx)
 			return a.withReadStore(cmd, func(ctx context.Context, st queue.Store) error {
 				b, ok := st.(backuper)
 				if !ok {
 					return errBackupPostgres
 				}
 				if err := b.Backup(ctx, args[0]); err != nil {
+					if ctx.Err() != nil {
+						return fmt.Errorf("backup: stopped by a signal; %s not written", args[0])
+					}
 					return err
 				}
 				_, err := fmt.Fprintf(a.stdout, "backed up to %s\n", args[0])

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -71,6 +72,47 @@ func TestE2EBackupWhileWorkersRun(t *testing.T) {
 	})
 	if dead := len(c.list("dead")); dead != n/10*3 {
 		t.Fatalf("%d dead jobs, want %d", dead, n/10*3)
+	}
+}
+
+// A backup stopped by SIGTERM (a job's timeout, systemd) or Ctrl-C writes
+// nothing: neither FILE nor the partial copy is left behind.
+func TestE2EBackupStoppedLeavesNothing(t *testing.T) {
+	c := newCLI(t)
+	c.ok("enqueue", "--command", "true")
+	// Enough pages that the copy is still being written when stopped.
+	db, err := sql.Open("sqlite3", filepath.Join(c.home, "queue.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE pad(b BLOB);
+		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 256)
+		INSERT INTO pad SELECT randomblob(1 << 20) FROM n`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := c.cmd("backup", filepath.Join(dir, "backup.db"))
+			var errb strings.Builder
+			cmd.Stderr = &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the copy to start", 30*time.Second, func() bool {
+				names, _ := filepath.Glob(filepath.Join(dir, ".backup.db.partial-*"))
+				return len(names) > 0
+			})
+			cmd.Process.Signal(sig)
+			err := cmd.Wait()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(errb.String(), "backup: stopped") {
+				t.Fatalf("backup stopped by %v: %v, stderr %q; want exit 1 saying it stopped", sig, err, errb.String())
+			}
+			if left, _ := os.ReadDir(dir); len(left) != 0 {
+				t.Fatalf("a stopped backup left %v", left)
+			}
+		})
 	}
 }
 
