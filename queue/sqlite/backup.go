@@ -38,10 +38,16 @@ func (s *Store) Backup(ctx context.Context, path string) error {
 	tmp.Close()
 	defer os.Remove(tmpPath)
 	// A connection of its own: the read pool is query-only, and the writer
-	// must stay free for this process's writes during a long copy.
-	db, err := sql.Open("sqlite3", dsn(s.path, false))
+	// must stay free for this process's writes during a long copy. A
+	// database opened read-only is read the way the store reads it.
+	var db *sql.DB
+	if s.readOnly != nil {
+		db, err = openReadPool(ctx, s.path, false)
+	} else {
+		db, err = sql.Open("sqlite3", dsn(s.path, false))
+	}
 	if err != nil {
-		return fmt.Errorf("backup: %w", err)
+		return fmt.Errorf("backup: %w", describe(err))
 	}
 	defer db.Close()
 	if _, err := db.ExecContext(ctx, "VACUUM INTO ?", tmpPath); err != nil {

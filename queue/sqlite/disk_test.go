@@ -32,8 +32,8 @@ func seed(t *testing.T, path string, n int) queue.Store {
 }
 
 // checkReadOnly opens the database at path and asserts that the read
-// commands' store calls see want jobs and that a write fails naming the
-// database, changing nothing.
+// commands' store calls see want jobs, that a write fails naming the
+// database, changing nothing, and that a backup copies every job.
 func checkReadOnly(t *testing.T, path string, want int) {
 	t.Helper()
 	ctx := context.Background()
@@ -59,6 +59,19 @@ func checkReadOnly(t *testing.T, path string, want int) {
 	}
 	if _, err := s.GetJob(ctx, "new"); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("the refused job is stored: %v", err)
+	}
+	// A backup only reads the database.
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if err := s.Backup(ctx, backup); err != nil {
+		t.Fatalf("backup of a database that cannot be written: %v", err)
+	}
+	b, err := sqlite.Open(ctx, backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if counts, err := b.CountJobs(ctx); err != nil || len(counts) != 1 || counts[0].N != want {
+		t.Fatalf("the backup's jobs: %+v, %v; want %d", counts, err, want)
 	}
 }
 

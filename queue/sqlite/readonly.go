@@ -59,10 +59,7 @@ func writable(path string) bool {
 // openReadOnly opens the database at abs for reading only; writes fail
 // with why.
 func openReadOnly(ctx context.Context, abs string, why error) (*Store, error) {
-	db, err := openReadDB(ctx, abs, false)
-	if err != nil && (isCantOpen(err) || isReadOnlyOpen(err) || isFull(err)) && !walHasData(abs) {
-		db, err = openReadDB(ctx, abs, true)
-	}
+	db, err := openReadPool(ctx, abs, true)
 	if err != nil {
 		return nil, fmt.Errorf("open %s read-only: %w", abs, describe(err))
 	}
@@ -75,11 +72,24 @@ func openReadOnly(ctx context.Context, abs string, why error) (*Store, error) {
 	return s, nil
 }
 
+// openReadPool opens a read-only pool on abs: mode=ro, else, where no -shm
+// can be created and no -wal holds data, immutable. queryOnly also refuses
+// VACUUM INTO, which writes another file: a backup opens without it.
+func openReadPool(ctx context.Context, abs string, queryOnly bool) (*sql.DB, error) {
+	db, err := openReadDB(ctx, abs, false, queryOnly)
+	if err != nil && (isCantOpen(err) || isReadOnlyOpen(err) || isFull(err)) && !walHasData(abs) {
+		db, err = openReadDB(ctx, abs, true, queryOnly)
+	}
+	return db, err
+}
+
 // openReadDB opens a read-only pool and checks that it can read.
-func openReadDB(ctx context.Context, abs string, immutable bool) (*sql.DB, error) {
+func openReadDB(ctx context.Context, abs string, immutable, queryOnly bool) (*sql.DB, error) {
 	q := url.Values{}
 	q.Set("mode", "ro")
-	q.Set("_query_only", "1")
+	if queryOnly {
+		q.Set("_query_only", "1")
+	}
 	q.Set("_busy_timeout", "5000")
 	if immutable {
 		q.Set("immutable", "1")
