@@ -257,7 +257,7 @@ the copy. The target must hold no jobs. Then point the services at URL
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("to") {
-				return a.migrateTo(cmd.Context(), to)
+				return a.migrateTo(cmd, to)
 			}
 			dsn, err := a.dsn()
 			if err != nil {

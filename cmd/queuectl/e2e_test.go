@@ -725,11 +725,14 @@ func TestE2EReadCommandsCreateNoDatabase(t *testing.T) {
 	for _, args := range [][]string{
 		{"status"}, {"list"}, {"show", "x"}, {"output", "x"}, {"dlq", "list"}, {"queue", "list"},
 		{"wait", "x"}, {"worker", "list"}, {"worker", "stop"}, {"config", "get"}, {"stats"}, {"backup", "copy.db"},
-		{"cron", "list"}, {"cron", "next", "x"},
+		{"cron", "list"}, {"cron", "next", "x"}, {"migrate", "--to", "postgres://u@127.0.0.1:1/q"},
 	} {
 		name := args
-		if args[len(args)-1] == "x" || args[0] == "backup" {
+		switch {
+		case args[len(args)-1] == "x" || args[0] == "backup":
 			name = args[:len(args)-1] // the command, not its argument
+		case args[0] == "migrate":
+			name = args[:1]
 		}
 		_, errOut, code := c.run(args...)
 		want := "queuectl: " + strings.Join(name, " ") + ": no database at " + path +

@@ -9,11 +9,14 @@ import (
 
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/postgres"
+	"github.com/queuectl/queuectl/queue/sqlite"
+	"github.com/spf13/cobra"
 )
 
 // migrateTo copies this database's jobs (with history and output),
 // settings, queues and recurring jobs into an empty PostgreSQL database.
-func (a *app) migrateTo(ctx context.Context, to string) error {
+func (a *app) migrateTo(cmd *cobra.Command, to string) error {
+	ctx := cmd.Context()
 	if !isPostgresURL(to) {
 		return usagef("migrate --to %q: give a postgres:// URL", redactDSN(to))
 	}
@@ -29,7 +32,9 @@ func (a *app) migrateTo(ctx context.Context, to string) error {
 	if dsn == to {
 		return usagef("migrate --to: the target is the database in use")
 	}
-	src, err := openStore(ctx, dsn)
+	// The source is only read: a mistyped path is not created and copied
+	// as an empty database.
+	src, err := a.openStore(cmd, sqlite.Options{MustExist: true})
 	if err != nil {
 		return err
 	}
