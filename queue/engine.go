@@ -226,7 +226,7 @@ func (e *Engine) start(ctx context.Context) (err error) {
 	now := e.cfg.Clock.Now()
 	e.me.StartedAt, e.me.HeartbeatAt = now, now
 	if err := e.store.RegisterWorker(ctx, &e.me); err != nil {
-		return fmt.Errorf("register worker: %w", err)
+		return err // the store names the operation
 	}
 	defer func() {
 		if err != nil {

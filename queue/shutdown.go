@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -35,7 +34,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		uctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := e.store.UnregisterWorker(uctx, e.me.ID); err != nil {
-			e.stopErr = fmt.Errorf("unregister worker: %w", err)
+			e.stopErr = err // the store names the operation
 		}
 		e.log.Info().Msg("worker stopped")
 	})

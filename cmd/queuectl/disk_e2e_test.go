@@ -37,6 +37,11 @@ func TestE2EReadOnlyDatabase(t *testing.T) {
 	if code == 0 || stdout != "" || len(lines) != 1 || !strings.Contains(stderr, "read-only") || !strings.Contains(stderr, db) {
 		t.Fatalf("enqueue on a read-only database: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
+	// A worker cannot register: it says so once.
+	_, stderr, code = c.run("--db", db, "worker", "start", "--foreground", "--log-level", "error")
+	if want := "queuectl: register worker: database is read-only: " + db + "\n"; code != 1 || stderr != want {
+		t.Fatalf("worker on a read-only database: exit %d, stderr %q; want 1, %q", code, stderr, want)
+	}
 }
 
 // In a directory its user may not write to, a database whose file is
