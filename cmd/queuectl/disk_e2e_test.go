@@ -42,6 +42,11 @@ func TestE2EReadOnlyDatabase(t *testing.T) {
 	if want := "queuectl: register worker: database is read-only: " + db + "\n"; code != 1 || stderr != want {
 		t.Fatalf("worker on a read-only database: exit %d, stderr %q; want 1, %q", code, stderr, want)
 	}
+	_, stderr, code = c.run("--db", db, "worker", "start")
+	want := regexp.MustCompile(`^queuectl: worker \d+ exited at start: register worker: database is read-only: ` + regexp.QuoteMeta(db) + "\n$")
+	if code != 1 || !want.MatchString(stderr) {
+		t.Fatalf("detached worker on a read-only database: exit %d, stderr %q; want 1, %s", code, stderr, want)
+	}
 }
 
 // In a directory its user may not write to, a database whose file is

@@ -82,9 +82,11 @@ func WaitRegistered(ctx context.Context, st queue.Store, children []*exec.Cmd, o
 	}
 }
 
-// tail is the last line of the file at path, on one line.
+// tail is the last line of the file at path, on one line, without the
+// "queuectl: " the worker's own error starts with: the message it goes
+// into names the program already.
 func tail(path string) string {
 	b, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return strings.Join(strings.Fields(lines[len(lines)-1]), " ")
+	return strings.TrimPrefix(strings.Join(strings.Fields(lines[len(lines)-1]), " "), "queuectl: ")
 }
