@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/queuectl/queuectl/internal/proc"
+	"github.com/queuectl/queuectl/internal/testutil/syncbuf"
 	"github.com/queuectl/queuectl/queue/sqlite"
 )
 
@@ -1068,6 +1069,30 @@ func TestE2EForegroundInterruptWhileStarting(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		t.Fatalf("foreground workers did not stop:\n%s", logs.String())
+	}
+}
+
+// --log-format reaches the attached worker processes of --count 2, which do
+// the logging: console lines even when stderr is no terminal.
+func TestE2EForegroundLogFormat(t *testing.T) {
+	c := newCLI(t)
+	cmd := c.cmd("worker", "start", "--foreground", "--count", "2", "--log-format", "console")
+	var logs syncbuf.Buffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the workers to start", 30*time.Second, func() bool {
+		return strings.Count(logs.String(), "worker started") == 2
+	})
+	cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("Ctrl-C: %v\n%s", err, logs.String())
+	}
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.HasPrefix(line, "{") {
+			t.Fatalf("a JSON line under --log-format console: %q", line)
+		}
 	}
 }
 

@@ -286,7 +286,7 @@ and puts them back in the queue.`,
 // among them: every user can read a process's arguments (ps), and a
 // PostgreSQL URL may hold a password. childEnv passes it.
 func (a *app) childArgs(cmd *cobra.Command, o *workerOptions) []string {
-	args := []string{"worker", "run", "--log-level", a.logLevel, "--slots", strconv.Itoa(o.slots)}
+	args := []string{"worker", "run", "--log-level", a.logLevel, "--log-format", a.logFormat, "--slots", strconv.Itoa(o.slots)}
 	for _, q := range o.queues {
 		args = append(args, "--queue", q)
 	}
