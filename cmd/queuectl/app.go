@@ -195,7 +195,7 @@ func (a *app) warnReadable(path string) {
 		return
 	}
 	fi, err := os.Stat(path)
-	if err != nil || fi.Mode().Perm()&0o044 == 0 {
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o044 == 0 {
 		return
 	}
 	a.warnedReadable = true

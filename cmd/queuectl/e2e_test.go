@@ -650,6 +650,7 @@ func TestE2EBadInput(t *testing.T) {
 		{"upper-case postgres URL", []string{"--db", "POSTGRES://db/q", "status"}, 2, `--db: unsupported database URL "POSTGRES://…"`},
 		{"URL to a worker", []string{"--db", "redis://x", "worker", "start"}, 2, `--db: unsupported database URL "redis://…"`},
 		{"URL to bench", []string{"--db", "mysql://x", "bench", "--quick"}, 2, `--db: unsupported database URL "mysql://…"`},
+		{"database that is a directory", []string{"--db", "/", "status"}, 1, "queuectl: open /: is a directory, not a database file"},
 		{"unreadable postgres URL", []string{"--db", "postgres://u:secretpw@127.0.0.1:1/q?sslmode=bogus", "status"}, 2, "--db: cannot parse `postgres://u:xxxxx@"},
 		{"worker queue with a space", []string{"worker", "start", "--queue", "a b"}, 2, `--queue: invalid: queue "a b" contains white space`},
 		{"worker queue empty", []string{"worker", "start", "--queue", ""}, 2, "--queue: invalid: queue is empty"},

@@ -203,6 +203,9 @@ func checkTarget(path string, create bool) error {
 		return err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return errors.New("is a directory, not a database file")
+	}
 	header := make([]byte, 16)
 	n, _ := f.Read(header)
 	if n == 0 {

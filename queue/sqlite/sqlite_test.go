@@ -89,6 +89,11 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 		t.Fatal("a WAL file was created beside a file that is not a database")
 	}
 
+	_, err = sqlite.Open(context.Background(), dir)
+	if want := "open " + dir + ": is a directory, not a database file"; err == nil || err.Error() != want {
+		t.Fatalf("a directory: want %q, got %v", want, err)
+	}
+
 	_, err = sqlite.Open(context.Background(), filepath.Join(dir, "missing", "queue.db"))
 	if err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Fatalf("missing directory: got %v", err)
