@@ -415,6 +415,25 @@ func TestE2EKilledWorkerJobIsRescued(t *testing.T) {
 	}
 }
 
+// A job that runs worker stop stops the other workers and asks its own,
+// which waits for the job to end, rather than waiting for it: each would
+// wait for the other for ever.
+func TestE2EWorkerStopFromAJob(t *testing.T) {
+	c := newCLI(t)
+	c.ok("worker", "start", "--count", "2")
+	c.ok("enqueue", "--id", "stopper", "--command", binary+" worker stop")
+	c.waitState("stopper", "completed", 30*time.Second)
+	out := c.ok("output", "stopper")
+	if !strings.Contains(out, "stopped 1 worker(s)") || !strings.Contains(out, "runs this command") {
+		t.Fatalf("worker stop in a job printed %q", out)
+	}
+	waitFor(t, "every worker to stop", 30*time.Second, func() bool {
+		var ws []any
+		json.Unmarshal([]byte(c.ok("worker", "list", "--json")), &ws)
+		return len(ws) == 0
+	})
+}
+
 func TestE2EWorkerStopLetsRunningJobFinish(t *testing.T) {
 	c := newCLI(t)
 	c.ok("enqueue", "--id", "slow", "--command", "sleep 1; echo finished")

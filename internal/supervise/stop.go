@@ -20,8 +20,12 @@ type StopParams struct {
 	Host     string        // this host's name, as workers registered it
 	Timeout  time.Duration // after it, running jobs are stopped and put back (0: wait for them)
 	AllHosts bool          // also ask other hosts' workers, through the store
-	Stdout   io.Writer
-	Stderr   io.Writer
+	// Self is the worker running the job that runs this command
+	// (QUEUECTL_WORKER), if any: it is asked to stop but not waited for,
+	// since it waits for this job.
+	Self   string
+	Stdout io.Writer
+	Stderr io.Writer
 }
 
 // Stop asks this host's workers to stop (a signal: they drain) and, with
@@ -37,6 +41,7 @@ func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 	host := p.Host
 	boot := proc.BootID()
 	var local []*queue.WorkerInfo
+	var self *queue.WorkerInfo
 	remote := map[string]bool{}
 	services := 0
 	for _, w := range ws {
@@ -49,6 +54,10 @@ func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 			if here && proc.Alive(w.PID, w.ProcStart) || !here && allHosts {
 				services++
 			}
+		case here && p.Self != "" && w.ID == p.Self:
+			if proc.Alive(w.PID, w.ProcStart) {
+				self = w
+			}
 		case here:
 			if proc.Alive(w.PID, w.ProcStart) {
 				local = append(local, w)
@@ -59,6 +68,13 @@ func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 	}
 	if services > 0 {
 		fmt.Fprintf(p.Stderr, "leaving %d queuectl run service(s) running: stop a service with SIGTERM or its service manager\n", services)
+	}
+	if self != nil {
+		signalAll([]*queue.WorkerInfo{self}, syscall.SIGTERM)
+		fmt.Fprintf(p.Stderr, "worker %d runs this command: it stops once this job ends\n", self.PID)
+		if len(local) == 0 && len(remote) == 0 {
+			return nil
+		}
 	}
 	if len(local) == 0 && len(remote) == 0 {
 		where := "on this host"
