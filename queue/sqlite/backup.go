@@ -51,6 +51,10 @@ func (s *Store) Backup(ctx context.Context, path string) error {
 	}
 	defer db.Close()
 	if _, err := db.ExecContext(ctx, "VACUUM INTO ?", tmpPath); err != nil {
+		if isFull(err) { // the copy's file system: the database is only read
+			return fmt.Errorf("backup: %w: cannot write %s in %s, nothing written (free some space or choose another directory)",
+				errDiskFull, filepath.Base(abs), filepath.Dir(abs))
+		}
 		return fmt.Errorf("backup: vacuum into: %w", err)
 	}
 	if err := os.Chmod(tmpPath, 0o600); err != nil { // jobs carry commands and environments

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/queuectl/queuectl/internal/testfs"
 	"github.com/queuectl/queuectl/queue/sqlite"
 )
 
@@ -67,5 +68,30 @@ func TestBackupPartialFileIsPrivate(t *testing.T) {
 	fi, err := os.Stat(filepath.Join(dir, "backup.db"))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("backup: %v %v, want mode 0600", fi, err)
+	}
+}
+
+// A copy that does not fit says so and where, one line, and leaves
+// nothing behind.
+func TestBackupDiskFull(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	s := seed(t, path, 1)
+	defer s.Close()
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE pad(b BLOB); INSERT INTO pad VALUES (randomblob(4 << 20))`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	dir := testfs.Small(t, "1m")
+	err = s.(*sqlite.Store).Backup(context.Background(), filepath.Join(dir, "backup.db"))
+	want := "backup: disk full: cannot write backup.db in " + dir + ", nothing written (free some space or choose another directory)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("backup to a full disk: %v; want %q", err, want)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("a failed backup left %v", left)
 	}
 }
