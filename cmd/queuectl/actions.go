@@ -187,7 +187,11 @@ the same continuously (docs/operations.md).`,
 				}
 				p.States = []queue.State{s}
 			}
-			return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
+			with := a.withStore
+			if dryRun {
+				with = a.withReadStore // it only counts
+			}
+			return with(cmd, func(ctx context.Context, st queue.Store) error {
 				n, err := st.DeleteJobs(ctx, p)
 				if err != nil {
 					return err

@@ -747,12 +747,13 @@ func TestE2EReadCommandsCreateNoDatabase(t *testing.T) {
 		{"status"}, {"list"}, {"show", "x"}, {"output", "x"}, {"dlq", "list"}, {"queue", "list"},
 		{"wait", "x"}, {"worker", "list"}, {"worker", "stop"}, {"config", "get"}, {"stats"}, {"backup", "copy.db"},
 		{"cron", "list"}, {"cron", "next", "x"}, {"migrate", "--to", "postgres://u@127.0.0.1:1/q"},
+		{"cleanup", "--older-than", "1d", "--dry-run"},
 	} {
 		name := args
 		switch {
 		case args[len(args)-1] == "x" || args[0] == "backup":
 			name = args[:len(args)-1] // the command, not its argument
-		case args[0] == "migrate":
+		case args[0] == "migrate" || args[0] == "cleanup":
 			name = args[:1]
 		}
 		_, errOut, code := c.run(args...)
