@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/queuectl/queuectl/internal/testfs"
 )
@@ -139,5 +141,52 @@ func TestE2EDiskFull(t *testing.T) {
 	}
 	if len(jobs) != 1 || jobs[0].ID != "kept" {
 		t.Fatalf("after the failed enqueue the database holds %v, want only kept", jobs)
+	}
+}
+
+// worker stop run by a user who may not signal the workers (another user
+// started them) says so at once, naming them, instead of waiting for
+// workers it never reached. Root runs it as nobody.
+func TestE2EWorkerStopOfAnotherUsersWorkers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		msg := "another user's workers need two users: run as root"
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true, so this is a failure: " + msg)
+		}
+		t.Skip(msg)
+	}
+	c := newCLI(t)
+	top, err := os.MkdirTemp("", "queuectl-otheruser-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(top) })
+	db, home := filepath.Join(top, "queue.db"), filepath.Join(top, "home")
+	pid := strings.TrimSpace(c.ok("--db", db, "worker", "start"))
+	t.Cleanup(func() { c.run("--db", db, "worker", "stop", "--timeout", "1s") })
+	bin := filepath.Join(top, "queuectl")
+	testfs.Copy(t, binary, bin)
+	const nobody = 65534
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(home, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{top, bin, db, db + "-wal", db + "-shm"} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--db", db, "worker", "stop")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	cmd.Env = append(os.Environ(), "QUEUECTL_HOME="+home)
+	cmd.Dir = home
+	_, stderr, code := runProcess(t, cmd)
+	want := "queuectl: stop worker " + pid + ": operation not permitted (run as the user that started it)\n"
+	if code != 1 || !strings.HasSuffix(stderr, want) {
+		t.Fatalf("worker stop of another user's workers: exit %d, stderr %q; want 1, ending %q", code, stderr, want)
 	}
 }

@@ -70,7 +70,9 @@ func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 		fmt.Fprintf(p.Stderr, "leaving %d queuectl run service(s) running: stop a service with SIGTERM or its service manager\n", services)
 	}
 	if self != nil {
-		signalAll([]*queue.WorkerInfo{self}, syscall.SIGTERM)
+		if err := signalAll([]*queue.WorkerInfo{self}, syscall.SIGTERM); err != nil {
+			return err
+		}
 		fmt.Fprintf(p.Stderr, "worker %d runs this command: it stops once this job ends\n", self.PID)
 		if len(local) == 0 && len(remote) == 0 {
 			return nil
@@ -87,7 +89,9 @@ func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 	// Local workers get a signal, not the store's stop request, so that they
 	// see exactly one request now and a second one only when --timeout
 	// passes; remote ones can only be asked through the store.
-	signalAll(local, syscall.SIGTERM)
+	if err := signalAll(local, syscall.SIGTERM); err != nil {
+		return err
+	}
 	if len(remote) > 0 {
 		if err := st.RequestStop(ctx, slices.Collect(maps.Keys(remote))); err != nil {
 			return err
@@ -119,7 +123,7 @@ func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 		}
 		if timeout > 0 && !forced && time.Since(start) > timeout {
 			fmt.Fprintf(p.Stderr, "timeout: stopping the running jobs of %d worker(s); they will be retried\n", alive)
-			signalAll(local, syscall.SIGTERM) // the second signal ends running jobs
+			signalAll(local, syscall.SIGTERM) // the second signal ends running jobs (the first reached them all)
 			forced = true
 		}
 		select {
@@ -150,13 +154,21 @@ func dropUnregistered(ctx context.Context, st queue.Store, ids map[string]bool) 
 	return nil
 }
 
-// signalAll sends sig to each worker still alive.
-func signalAll(ws []*queue.WorkerInfo, sig syscall.Signal) {
+// signalAll sends sig to each worker still alive, and reports the first it
+// may not signal (another user's), which would never stop.
+func signalAll(ws []*queue.WorkerInfo, sig syscall.Signal) error {
+	var first error
 	for _, w := range ws {
 		if proc.Alive(w.PID, w.ProcStart) {
-			if err := syscall.Kill(w.PID, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-				continue
+			err := syscall.Kill(w.PID, sig)
+			switch {
+			case err == nil || errors.Is(err, syscall.ESRCH) || first != nil:
+			case errors.Is(err, syscall.EPERM):
+				first = fmt.Errorf("stop worker %d: %w (run as the user that started it)", w.PID, err)
+			default:
+				first = fmt.Errorf("stop worker %d: %w", w.PID, err)
 			}
 		}
 	}
+	return first
 }
