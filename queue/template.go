@@ -150,8 +150,9 @@ type QueueConfig struct {
 // and its recurring jobs.
 type ConfigApply struct {
 	Queues []QueueConfig
-	// Limits are updates of declared queues' max running and rate; a
-	// pause is left as stored.
+	// Limits are updates of queues' controls, as UpdateQueueControls
+	// takes: a service's file sets its declared queues' max running and
+	// rate and leaves a pause as stored; migrate --to copies pauses too.
 	Limits    []ControlUpdate
 	Templates []*Template
 	Now       time.Time // a new template's cursor

@@ -115,24 +115,19 @@ func copySetup(ctx context.Context, src, dst queue.Store, now time.Time) (settin
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	if err := dst.ApplyQueues(ctx, qs); err != nil {
-		return 0, 0, 0, err
-	}
 	cs, err := src.QueueControls(ctx)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	for _, c := range cs { // pauses and limits
-		u := queue.ControlUpdate{Names: []string{c.Name}, Paused: &c.Paused, MaxRunning: &c.MaxRunning, Rate: &c.Rate}
-		if err := dst.UpdateQueueControls(ctx, u); err != nil {
-			return 0, 0, 0, err
-		}
+	var controls []queue.ControlUpdate // pauses and limits
+	for _, c := range cs {
+		controls = append(controls, queue.ControlUpdate{Names: []string{c.Name}, Paused: &c.Paused, MaxRunning: &c.MaxRunning, Rate: &c.Rate})
 	}
 	ts, err := src.Templates(ctx)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	if err := dst.ApplyTemplates(ctx, ts, now); err != nil {
+	if _, err := dst.ApplyConfig(ctx, queue.ConfigApply{Queues: qs, Limits: controls, Templates: ts, Now: now}); err != nil {
 		return 0, 0, 0, err
 	}
 	return len(kv), len(qs), len(ts), nil

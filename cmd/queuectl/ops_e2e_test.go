@@ -408,6 +408,8 @@ job "nightly" {
 	})
 	c.ok("worker", "stop")
 	c.ok("enqueue", `{"id":"later","command":"echo later $A","env":{"A":"1"},"priority":3}`)
+	c.ok("queue", "pause", "reports")
+	c.ok("queue", "set", "reports", "--max-running", "1", "--rate-limit", "10/m")
 
 	out := c.ok("migrate", "--to", pg)
 	if !strings.Contains(out, "copied 5 job(s) with 4 attempt(s), 1 setting(s), 2 queue(s) and 1 recurring job(s)") {
@@ -439,6 +441,17 @@ job "nightly" {
 	}
 	if got := c.ok("--db", pg, "cron", "list"); !strings.Contains(got, "nightly") {
 		t.Errorf("recurring jobs: %q", got)
+	}
+	type control struct {
+		Name       string  `json:"name"`
+		Paused     bool    `json:"paused"`
+		MaxRunning int     `json:"max_running"`
+		RateLimit  *string `json:"rate_limit"`
+	}
+	var got []control
+	json.Unmarshal([]byte(c.ok("--db", pg, "queue", "list", "--json")), &got)
+	if len(got) != 2 || got[1].Name != "reports" || !got[1].Paused || got[1].MaxRunning != 1 || got[1].RateLimit == nil || *got[1].RateLimit != "10/m" {
+		t.Errorf("queue controls in PostgreSQL: %+v; want reports paused, 1 running at most, 10/m", got)
 	}
 	if _, errOut, code := c.run("migrate", "--to", pg); code == 0 || !strings.Contains(errOut, "already holds 5 job(s)") {
 		t.Fatalf("a second migrate: exit %d %s", code, errOut)
