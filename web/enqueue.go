@@ -58,6 +58,7 @@ func (s *Server) enqueueAction(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 	}
+	s.audit(r, "enqueue", f.ID, err)
 	ae := toAPIError(err)
 	if ae.Status >= 500 {
 		return err

@@ -62,6 +62,9 @@ func TestEnqueueFromThePage(t *testing.T) {
 	if jobs, _ := h.store.ListJobs(context.Background(), queue.ListParams{}); len(jobs) != 0 {
 		t.Fatalf("refused jobs were stored: %d", len(jobs))
 	}
+	if n := strings.Count(h.logs.String(), `{"level":"warn","error":`); n != 8 || !strings.Contains(h.logs.String(), `"action":"enqueue"`) {
+		t.Errorf("%d warnings for 8 refused enqueues:\n%s", n, h.logs.String())
+	}
 	// A browser sends a textarea's line breaks as CRLF; the shell gets the
 	// lines as typed.
 	if res := post(url.Values{"csrf": {csrf}, "command": {"cd /tmp\r\necho one\r\n"}, "id": {"two-lines"}}); res.StatusCode != http.StatusSeeOther {

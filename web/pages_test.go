@@ -202,8 +202,10 @@ func TestViewerMayNotActFromPages(t *testing.T) {
 func TestTriggerFromPageLinksTheJob(t *testing.T) {
 	h := tokens(t)
 	ctx := context.Background()
-	h.store.ApplyTemplates(ctx, []*queue.Template{{Name: "nightly", Schedule: "0 3 * * *", TimeZone: "UTC",
-		Command: "backup", Overlap: queue.OverlapSkip, CatchUp: queue.CatchUpNone, Enabled: true}}, h.clock.Now())
+	if err := h.store.ApplyTemplates(ctx, []*queue.Template{{Name: "nightly", Schedule: "0 3 * * *", TimeZone: "UTC",
+		Command: "backup", Overlap: queue.OverlapSkip, CatchUp: queue.CatchUpNone, Enabled: true}}, h.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
 	c := h.signIn(adminToken)
 	_, csrf := h.page("/cron", c)
 	rec := h.must(req{method: "POST", path: "/cron/nightly/trigger", body: "csrf=" + csrf + "&back=/cron", cookies: []*http.Cookie{c},

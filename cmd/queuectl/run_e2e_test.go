@@ -503,9 +503,6 @@ func TestE2EWorkerStopLeavesServiceRunning(t *testing.T) {
 	c.waitState("after", "completed", 20*time.Second)
 }
 
-// The file's queue limits replace those a queue set changed at run time,
-// at start and at each reload, and the logs say so rather than "nothing
-// changed".
 // A service started with --var for a variable the file later drops still
 // reloads the file, with a warning naming the variable; a start with it
 // is refused as before.
@@ -545,6 +542,9 @@ job "a" {
 	}
 }
 
+// The file's queue limits replace those a queue set changed at run time,
+// at start and at each reload, and the logs say so rather than "nothing
+// changed".
 func TestE2EReloadSaysItRestoredQueueLimits(t *testing.T) {
 	c := newCLI(t)
 	cfg := filepath.Join(c.home, "queue.hcl")
