@@ -208,6 +208,9 @@ func checkTarget(path string, create bool) error {
 	}
 	header := make([]byte, 16)
 	n, _ := f.Read(header)
+	if n == 0 && !create {
+		return ErrNoDatabase // empty: no schema, no jobs
+	}
 	if n == 0 {
 		return nil // empty file: SQLite treats it as a new database
 	}

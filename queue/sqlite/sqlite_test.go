@@ -178,6 +178,16 @@ func TestOpenMustExist(t *testing.T) {
 			t.Fatalf("open %s created the database: %v", p, err)
 		}
 	}
+	// An empty file is no database either, and stays empty.
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqlite.OpenWith(ctx, path, sqlite.Options{MustExist: true}); !errors.Is(err, sqlite.ErrNoDatabase) {
+		t.Fatalf("open an empty file: %v; want ErrNoDatabase", err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+		t.Fatalf("the empty file after the open: %v %v", fi, err)
+	}
 	openAt(t, path)
 	s, err := sqlite.OpenWith(ctx, link, sqlite.Options{MustExist: true})
 	if err != nil {
