@@ -46,7 +46,13 @@ func (s *Server) status(ctx context.Context) (view.Status, error) {
 	if err != nil {
 		return view.Status{}, err
 	}
-	return view.NewStatus(counts, scheduled, len(ws)).WithPaused(controls), nil
+	now, alive := s.now(), 0
+	for _, w := range ws {
+		if view.Heard(w, now) {
+			alive++
+		}
+	}
+	return view.NewStatus(counts, scheduled, alive).WithPaused(controls), nil
 }
 
 func (s *Server) apiStats(_ http.ResponseWriter, r *http.Request) (any, error) {

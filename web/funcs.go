@@ -54,7 +54,7 @@ var funcs = template.FuncMap{
 		}
 		return t.In(loc).Format("Mon Jan 2 15:04 MST")
 	},
-	"stale":   func(now, t time.Time) bool { return now.Sub(t) >= workerAlive },
+	"stale":   func(now, t time.Time) bool { return now.Sub(t) >= view.WorkerAlive },
 	"visible": visible,
 	"short": func(s string, n int) string {
 		s = visible(strings.Join(strings.Fields(s), " "))

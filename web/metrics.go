@@ -19,10 +19,6 @@ import (
 // tables use the same ones (in microseconds), plus the unbounded bucket.
 var bucketBounds = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
 
-// workerAlive is how recent a heartbeat must be for a worker to count as
-// alive: the default lease, which a live worker renews three times over.
-const workerAlive = 30 * time.Second
-
 // Limits of one scrape: how long its database reads may take (then it
 // fails with 500), and how many scrapes run at once (more get 503).
 const (
@@ -81,7 +77,7 @@ func collect(ctx context.Context, store queue.Store, now time.Time) ([]*promtext
 	}
 	alive, running := 0, 0
 	for _, w := range ws {
-		if now.Sub(w.HeartbeatAt) < workerAlive {
+		if view.Heard(w, now) {
 			alive++
 			running += len(w.CurrentJobs)
 		}

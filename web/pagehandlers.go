@@ -74,7 +74,7 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := s.now()
 	for _, w := range d.Workers {
-		if now.Sub(w.HeartbeatAt) < workerAlive {
+		if view.Heard(w, now) {
 			d.Alive++
 			d.Running += len(w.CurrentJobs)
 		}
@@ -264,7 +264,7 @@ func (s *Server) workersPage(w http.ResponseWriter, r *http.Request) error {
 	slices.SortFunc(ws, func(a, b *queue.WorkerInfo) int { return a.StartedAt.Compare(b.StartedAt) })
 	d := workersData{Workers: ws, Queues: qs}
 	for _, w := range ws {
-		if s.now().Sub(w.HeartbeatAt) < workerAlive {
+		if view.Heard(w, s.now()) {
 			d.Alive++
 		}
 	}

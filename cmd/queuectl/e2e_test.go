@@ -6,6 +6,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/queuectl/queuectl/internal/proc"
 	"github.com/queuectl/queuectl/internal/testutil/syncbuf"
+	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/sqlite"
 )
 
@@ -1166,5 +1168,48 @@ func TestE2EWorkerAndEnqueueLogTheirCost(t *testing.T) {
 	}
 	if stats["write_transactions"].(float64) < 2 {
 		t.Fatalf("a worker that ran a job wrote at least a claim and an outcome: %v", stats)
+	}
+}
+
+// A worker killed with no other worker left to unregister it stays
+// registered: status does not count it as active, and worker stop
+// --all-hosts neither waits for a silent worker of another host nor counts
+// it as stopped.
+func TestE2EGoneWorkersAreNotActive(t *testing.T) {
+	c := newCLI(t)
+	c.ok("worker", "start")
+	var ws []struct {
+		PID int `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(c.ok("worker", "list", "--json")), &ws); err != nil || len(ws) != 1 {
+		t.Fatalf("worker list: %v %v", ws, err)
+	}
+	if err := syscall.Kill(ws[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the killed worker to be gone", 10*time.Second, func() bool { return syscall.Kill(ws[0].PID, 0) != nil })
+	if out := c.ok("status"); !strings.Contains(out, "workers: 0 active (0 busy); 1 registered but gone or not heard from in 30s (worker list)") {
+		t.Fatalf("status after the worker was killed:\n%s", out)
+	}
+
+	st, err := sqlite.Open(context.Background(), filepath.Join(c.home, "queue.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := time.Now().Add(-time.Hour)
+	err = st.RegisterWorker(context.Background(), &queue.WorkerInfo{ID: "silent-1", PID: 1, Host: "elsewhere", BootID: "b", StartedAt: long, HeartbeatAt: long})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := c.cmd("worker", "stop", "--all-hosts")
+	timer := time.AfterFunc(20*time.Second, func() { stop.Process.Kill() })
+	out, errOut, code := runProcess(t, stop)
+	if !timer.Stop() {
+		t.Fatal("worker stop --all-hosts waits for a worker not heard from in an hour")
+	}
+	if code != 0 || out != "stopped 0 worker(s)\n" || !strings.Contains(errOut, "1 worker(s) on other hosts not heard from in 30s, left registered") ||
+		!strings.Contains(errOut, "silent-1") {
+		t.Fatalf("worker stop --all-hosts with a silent remote worker: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queuectl/queuectl/internal/supervise"
 	"github.com/queuectl/queuectl/internal/view"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/spf13/cobra"
@@ -39,7 +40,21 @@ func (a *app) statusCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				status := view.NewStatus(counts, scheduled, len(ws)).WithPaused(controls)
+				// A worker killed with no other left to unregister it stays
+				// registered: only the live ones count.
+				now, host := a.now(), a.hostName()
+				alive, busy, gone := 0, 0, 0
+				for _, w := range ws {
+					switch {
+					case !supervise.Alive(w, host, now):
+						gone++
+					case len(w.CurrentJobs) > 0:
+						alive, busy = alive+1, busy+1
+					default:
+						alive++
+					}
+				}
+				status := view.NewStatus(counts, scheduled, alive).WithPaused(controls)
 				if asJSON {
 					return a.printJSON(status)
 				}
@@ -64,13 +79,11 @@ func (a *app) statusCmd() *cobra.Command {
 				if err := tw.Flush(); err != nil {
 					return err
 				}
-				busy := 0
-				for _, w := range ws {
-					if len(w.CurrentJobs) > 0 {
-						busy++
-					}
+				gonePart := ""
+				if gone > 0 {
+					gonePart = fmt.Sprintf("; %d registered but gone or not heard from in %s (worker list)", gone, view.WorkerAlive)
 				}
-				if _, err = fmt.Fprintf(a.stdout, "\nworkers: %d active (%d busy)\n", len(ws), busy); err != nil {
+				if _, err = fmt.Fprintf(a.stdout, "\nworkers: %d active (%d busy)%s\n", alive, busy, gonePart); err != nil {
 					return err
 				}
 				if len(status.Paused) > 0 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/queuectl/queuectl/internal/proc"
+	"github.com/queuectl/queuectl/internal/view"
 	"github.com/queuectl/queuectl/queue"
 )
 
@@ -98,6 +99,7 @@ func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 		}
 	}
 	asked := len(local) + len(remote)
+	var silent []string // remote workers not heard from: crashed, or cut off
 	start := time.Now()
 	forced := false
 	lastList := time.Time{}
@@ -109,9 +111,11 @@ func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 			}
 		}
 		if len(remote) > 0 && time.Since(lastList) > 250*time.Millisecond {
-			if err := dropUnregistered(ctx, st, remote); err != nil {
+			gone, err := dropUnregistered(ctx, st, remote, time.Now())
+			if err != nil {
 				return err
 			}
+			silent = append(silent, gone...)
 			lastList = time.Now()
 		}
 		if alive == 0 && len(remote) == 0 {
@@ -132,26 +136,38 @@ func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 		case <-time.After(25 * time.Millisecond):
 		}
 	}
-	fmt.Fprintf(p.Stdout, "stopped %d worker(s)\n", asked)
+	if len(silent) > 0 {
+		slices.Sort(silent)
+		fmt.Fprintf(p.Stderr, "%d worker(s) on other hosts not heard from in %s, left registered (gone, or cut off from the database): %s\n",
+			len(silent), view.WorkerAlive, strings.Join(silent, ", "))
+	}
+	fmt.Fprintf(p.Stdout, "stopped %d worker(s)\n", asked-len(silent))
 	return nil
 }
 
-// dropUnregistered removes from ids the workers no longer registered.
-func dropUnregistered(ctx context.Context, st queue.Store, ids map[string]bool) error {
+// dropUnregistered removes from ids the workers no longer registered, and
+// those not heard from (view.Heard), which it returns: a crashed worker
+// stays registered until a live one unregisters it, and would be waited
+// for forever.
+func dropUnregistered(ctx context.Context, st queue.Store, ids map[string]bool, now time.Time) (silent []string, err error) {
 	ws, err := st.ListWorkers(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	still := map[string]bool{}
 	for _, w := range ws {
 		still[w.ID] = true
+		if ids[w.ID] && !view.Heard(w, now) {
+			silent = append(silent, w.ID)
+			still[w.ID] = false
+		}
 	}
 	for id := range ids {
 		if !still[id] {
 			delete(ids, id)
 		}
 	}
-	return nil
+	return silent, nil
 }
 
 // signalAll sends sig to each worker still alive, and reports the first it
