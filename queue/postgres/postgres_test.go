@@ -533,32 +533,9 @@ func TestOpenUnreachableSaysConnect(t *testing.T) {
 }
 
 // A file the server refuses part-way (a recurring job's name holding a
-// NUL, which no text column takes) changes nothing: the queues and limits
-// written before it in the same transaction are rolled back with it.
+// NUL, which no text column takes) changes nothing.
 func TestApplyConfigFailingLateChangesNothing(t *testing.T) {
 	_, u := newSchema(t)
-	s := open(t, u)
-	ctx := tctx(t)
-	one := 1
-	good := queue.ConfigApply{Queues: []queue.QueueConfig{{Name: "mail", Concurrency: 1}},
-		Limits: []queue.ControlUpdate{{Names: []string{"mail"}, MaxRunning: &one, Rate: &queue.RateLimit{}}}, Now: time.Now()}
-	if _, err := s.ApplyConfig(ctx, good); err != nil {
-		t.Fatal(err)
-	}
-	two := 2
-	bad := queue.ConfigApply{Queues: []queue.QueueConfig{{Name: "web", Concurrency: 1}},
-		Limits: []queue.ControlUpdate{{Names: []string{"web"}, MaxRunning: &two, Rate: &queue.RateLimit{}}},
-		Templates: []*queue.Template{{Name: "a\x00b", Queue: "web", Schedule: "@daily", TimeZone: "UTC", Command: "true",
-			Overlap: queue.OverlapSkip, CatchUp: queue.CatchUpNone, Enabled: true}}, Now: time.Now()}
-	if _, err := s.ApplyConfig(ctx, bad); err == nil || !strings.Contains(err.Error(), "apply templates") {
-		t.Fatalf("a template name the server refuses: %v; want a failure of the templates' step", err)
-	}
-	qs, err := s.Queues(ctx)
-	if err != nil || len(qs) != 1 || qs[0].Name != "mail" {
-		t.Fatalf("queues after the failed apply: %+v %v; want mail alone", qs, err)
-	}
-	cs, err := s.QueueControls(ctx)
-	if err != nil || len(cs) != 1 || cs[0] != (queue.QueueControl{Name: "mail", MaxRunning: 1}) {
-		t.Fatalf("controls after the failed apply: %+v %v; want mail's alone", cs, err)
-	}
+	storetest.ApplyConfigFailingLate(t, open(t, u), &queue.Template{Name: "a\x00b", Queue: "web", Schedule: "@daily", TimeZone: "UTC",
+		Command: "true", Overlap: queue.OverlapSkip, CatchUp: queue.CatchUpNone, Enabled: true}, "apply templates")
 }

@@ -22,17 +22,7 @@ func TestBackupPartialFileIsPrivate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "queue.db")
 	s := seed(t, path, 1)
 	defer s.Close()
-	// Enough pages that the copy takes a while to write.
-	db, err := sql.Open("sqlite3", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TABLE pad(b BLOB);
-		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 64)
-		INSERT INTO pad SELECT randomblob(1 << 20) FROM n`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	pad(t, path, 64) // enough pages that the copy takes a while to write
 
 	dir := t.TempDir()
 	done := make(chan error, 1)
@@ -77,21 +67,29 @@ func TestBackupDiskFull(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "queue.db")
 	s := seed(t, path, 1)
 	defer s.Close()
-	db, err := sql.Open("sqlite3", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TABLE pad(b BLOB); INSERT INTO pad VALUES (randomblob(4 << 20))`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	pad(t, path, 4)
 	dir := testfs.Small(t, "1m")
-	err = s.(*sqlite.Store).Backup(context.Background(), filepath.Join(dir, "backup.db"))
+	err := s.(*sqlite.Store).Backup(context.Background(), filepath.Join(dir, "backup.db"))
 	want := "backup: disk full: cannot write backup.db in " + dir + ", nothing written (free some space or choose another directory)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("backup to a full disk: %v; want %q", err, want)
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Fatalf("a failed backup left %v", left)
+	}
+}
+
+// pad grows the database at path by mib MiB of random blobs.
+func pad(t *testing.T, path string, mib int) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE pad(b BLOB);
+		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < ?)
+		INSERT INTO pad SELECT randomblob(1 << 20) FROM n`, mib); err != nil {
+		t.Fatal(err)
 	}
 }

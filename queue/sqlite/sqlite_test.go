@@ -469,18 +469,10 @@ func TestWriterReadsWithoutMemoryMap(t *testing.T) {
 }
 
 // A file the database refuses part-way (here a trigger refuses its
-// recurring job) changes nothing: the queues and limits written before it
-// in the same transaction are rolled back with it.
+// recurring job) changes nothing.
 func TestApplyConfigFailingLateChangesNothing(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "queue.db")
 	s := openAt(t, path)
-	one, two := 1, 2
-	good := queue.ConfigApply{Queues: []queue.QueueConfig{{Name: "mail", Concurrency: 1}},
-		Limits: []queue.ControlUpdate{{Names: []string{"mail"}, MaxRunning: &one, Rate: &queue.RateLimit{}}}, Now: time.Now()}
-	if _, err := s.ApplyConfig(ctx, good); err != nil {
-		t.Fatal(err)
-	}
 	raw, err := sqlite.OpenRaw(path)
 	if err != nil {
 		t.Fatal(err)
@@ -489,19 +481,6 @@ func TestApplyConfigFailingLateChangesNothing(t *testing.T) {
 	if _, err := raw.Exec(`CREATE TRIGGER refuse BEFORE INSERT ON templates BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`); err != nil {
 		t.Fatal(err)
 	}
-	bad := queue.ConfigApply{Queues: []queue.QueueConfig{{Name: "web", Concurrency: 1}},
-		Limits: []queue.ControlUpdate{{Names: []string{"web"}, MaxRunning: &two, Rate: &queue.RateLimit{}}},
-		Templates: []*queue.Template{{Name: "a", Queue: "web", Schedule: "@daily", TimeZone: "UTC", Command: "true",
-			Overlap: queue.OverlapSkip, CatchUp: queue.CatchUpNone, Enabled: true}}, Now: time.Now()}
-	if _, err := s.ApplyConfig(ctx, bad); err == nil || !strings.Contains(err.Error(), "refused by the test") {
-		t.Fatalf("a template the database refuses: %v; want the trigger's error", err)
-	}
-	qs, err := s.Queues(ctx)
-	if err != nil || len(qs) != 1 || qs[0].Name != "mail" {
-		t.Fatalf("queues after the failed apply: %+v %v; want mail alone", qs, err)
-	}
-	cs, err := s.QueueControls(ctx)
-	if err != nil || len(cs) != 1 || cs[0] != (queue.QueueControl{Name: "mail", MaxRunning: 1}) {
-		t.Fatalf("controls after the failed apply: %+v %v; want mail's alone", cs, err)
-	}
+	storetest.ApplyConfigFailingLate(t, s, &queue.Template{Name: "a", Queue: "web", Schedule: "@daily", TimeZone: "UTC", Command: "true",
+		Overlap: queue.OverlapSkip, CatchUp: queue.CatchUpNone, Enabled: true}, "refused by the test")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -459,5 +460,33 @@ func testApplyDifferentFilesConcurrently(t *testing.T, open Opener) {
 	tpl := map[string]string{"x": "tx", "y": "ty"}[qs[1].Name]
 	if got := templatesByName(t, s); len(got) != 1 || got[tpl] == nil {
 		t.Fatalf("queues %s and shared with templates %v: not one file's whole", qs[1].Name, got)
+	}
+}
+
+// ApplyConfigFailingLate checks, on a store whose database refuses the
+// recurring job refused (an error holding why), that a file refused
+// part-way changes nothing: the queues and limits written before it in
+// the same transaction are rolled back with it. Each store makes its
+// database refuse a job in its own way.
+func ApplyConfigFailingLate(t *testing.T, s queue.Store, refused *queue.Template, why string) {
+	t.Helper()
+	good := queue.ConfigApply{Queues: []queue.QueueConfig{{Name: "mail", Concurrency: 1}},
+		Limits: []queue.ControlUpdate{{Names: []string{"mail"}, MaxRunning: ptr(1), Rate: &queue.RateLimit{}}}, Now: t0}
+	if _, err := s.ApplyConfig(ctx(t), good); err != nil {
+		t.Fatal(err)
+	}
+	bad := queue.ConfigApply{Queues: []queue.QueueConfig{{Name: "web", Concurrency: 1}},
+		Limits:    []queue.ControlUpdate{{Names: []string{"web"}, MaxRunning: ptr(2), Rate: &queue.RateLimit{}}},
+		Templates: []*queue.Template{refused}, Now: t0}
+	if _, err := s.ApplyConfig(ctx(t), bad); err == nil || !strings.Contains(err.Error(), why) {
+		t.Fatalf("a recurring job the database refuses: %v; want an error holding %q", err, why)
+	}
+	qs, err := s.Queues(ctx(t))
+	if err != nil || len(qs) != 1 || qs[0].Name != "mail" {
+		t.Fatalf("queues after the failed apply: %+v %v; want mail alone", qs, err)
+	}
+	cs, err := s.QueueControls(ctx(t))
+	if err != nil || len(cs) != 1 || cs[0] != (queue.QueueControl{Name: "mail", MaxRunning: 1}) {
+		t.Fatalf("controls after the failed apply: %+v %v; want mail's alone", cs, err)
 	}
 }
