@@ -131,7 +131,7 @@ the job is cancelled (or has finished first), for at most --wait; with
 			})
 		},
 	}
-	cmd.Flags().DurationVar(&wait, "wait", time.Minute, "how long to wait for a running job to stop (0: do not wait)")
+	durationVar(cmd.Flags(), &wait, "wait", time.Minute, "how long to wait for a running job to stop (0: do not wait)")
 	return cmd
 }
 

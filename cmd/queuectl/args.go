@@ -3,8 +3,11 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/queuectl/queuectl/internal/duration"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Argument checks of the commands. cobra's own count "arg(s)" and, for a
@@ -58,3 +61,32 @@ func arguments(n int) string {
 func commandName(cmd *cobra.Command) string {
 	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 }
+
+// durationValue is a duration flag that takes what the configuration file
+// and the job JSON take (internal/duration): a Go duration, one starting
+// with days ("1d12h"), or a number of seconds.
+type durationValue struct{ d *time.Duration }
+
+// durationVar defines a duration flag of that syntax, with default def.
+func durationVar(f *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
+	*p = def
+	f.Var(durationValue{p}, name, usage)
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := duration.Parse(s)
+	if err != nil {
+		return err
+	}
+	*v.d = d
+	return nil
+}
+
+func (v durationValue) String() string {
+	if v.d == nil {
+		return "0"
+	}
+	return flagDuration(*v.d)
+}
+
+func (v durationValue) Type() string { return "duration" }

@@ -1213,3 +1213,21 @@ func TestE2EGoneWorkersAreNotActive(t *testing.T) {
 		t.Fatalf("worker stop --all-hosts with a silent remote worker: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// Duration flags take what the file and the job JSON take: days and plain
+// seconds too, and refuse the rest naming the syntax.
+func TestE2EDurationFlagsTakeDays(t *testing.T) {
+	c := newCLI(t)
+	c.ok("migrate")
+	if out := c.ok("worker", "stop", "--timeout", "1d"); !strings.Contains(out, "no workers running") {
+		t.Errorf("worker stop --timeout 1d: %q", out)
+	}
+	c.ok("enqueue", "--id", "p", "--command", "true")
+	if out := c.ok("cancel", "p", "--wait", "90"); out != "p cancelled\n" {
+		t.Errorf("cancel --wait 90: %q", out)
+	}
+	_, errOut, code := c.run("worker", "start", "--lease", "1x")
+	if code != 2 || !strings.Contains(errOut, `invalid duration "1x": use a number with a unit`) {
+		t.Errorf("worker start --lease 1x: exit %d, %q", code, errOut)
+	}
+}

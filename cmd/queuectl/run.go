@@ -250,9 +250,9 @@ processes may share one database.`,
 			return a.runService(cmd.Context(), &o)
 		},
 	}
-	cmd.Flags().DurationVar(&o.grace, "grace", 0, "after a stop signal, how long running jobs may finish before they are stopped and put back (0: until a second signal)")
-	cmd.Flags().DurationVar(&o.kill, "kill-grace", 5*time.Second, "on timeout or stop, how long a job has between SIGTERM and SIGKILL, 100ms to 1h")
-	cmd.Flags().DurationVar(&o.lease, "lease", 30*time.Second, "job lease, 1s to 24h")
+	durationVar(cmd.Flags(), &o.grace, "grace", 0, "after a stop signal, how long running jobs may finish before they are stopped and put back (0: until a second signal)")
+	durationVar(cmd.Flags(), &o.kill, "kill-grace", 5*time.Second, "on timeout or stop, how long a job has between SIGTERM and SIGKILL, 100ms to 1h")
+	durationVar(cmd.Flags(), &o.lease, "lease", 30*time.Second, "job lease, 1s to 24h")
 	retryJitterFlag(cmd.Flags(), &o.jitter)
 	return cmd
 }

@@ -55,10 +55,10 @@ type workerOptions struct {
 func (o *workerOptions) flags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.queues, "queue", "q", nil, "queue to work (repeatable; default: every queue)")
-	f.DurationVar(&o.grace, "grace", 0, "after a stop signal, how long running jobs may finish before they are stopped and put back (0: until a second signal)")
-	f.DurationVar(&o.lease, "lease", 30*time.Second, "job lease, 1s to 24h; a job whose worker stops renewing it is rescued after this long")
-	f.DurationVar(&o.poll, "poll", 2*time.Second, "fallback poll interval when idle, 100ms to 1h (wake-ups normally start jobs at once)")
-	f.DurationVar(&o.kill, "kill-grace", 5*time.Second, "on timeout or stop, how long a job has between SIGTERM and SIGKILL, 100ms to 1h")
+	durationVar(f, &o.grace, "grace", 0, "after a stop signal, how long running jobs may finish before they are stopped and put back (0: until a second signal)")
+	durationVar(f, &o.lease, "lease", 30*time.Second, "job lease, 1s to 24h; a job whose worker stops renewing it is rescued after this long")
+	durationVar(f, &o.poll, "poll", 2*time.Second, "fallback poll interval when idle, 100ms to 1h (wake-ups normally start jobs at once)")
+	durationVar(f, &o.kill, "kill-grace", 5*time.Second, "on timeout or stop, how long a job has between SIGTERM and SIGKILL, 100ms to 1h")
 	retryJitterFlag(f, &o.jitter)
 	f.IntVar(&o.rotation.MaxSizeMB, "log-max-size", supervise.DefaultLogRotation.MaxSizeMB, "detached workers: start a new log file when the current one reaches this many megabytes")
 	f.IntVar(&o.rotation.Backups, "log-backups", supervise.DefaultLogRotation.Backups, "detached workers: how many rotated log files each worker keeps")
@@ -379,7 +379,7 @@ after --timeout the command reports those still running.`,
 			})
 		},
 	}
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "how long running jobs may take before they are stopped and put back (0: wait for them)")
+	durationVar(cmd.Flags(), &timeout, "timeout", 0, "how long running jobs may take before they are stopped and put back (0: wait for them)")
 	cmd.Flags().BoolVar(&allHosts, "all-hosts", false, "also stop the workers of other hosts, through the database")
 	return cmd
 }
