@@ -252,7 +252,12 @@ func chunkError(path string, err error, c *chunk) error {
 		if dup {
 			return fmt.Errorf("enqueue: %s %s: %w (stored already, or earlier in the file)", path, c.wheres[i], err)
 		}
-		return fmt.Errorf("enqueue: %s %s: %w (neither stored nor earlier in the file)", path, c.wheres[i], err)
+		hint := ""
+		if strings.HasPrefix(c.wheres[i], "item ") {
+			// A JSON array is most often list --json's, newest first.
+			hint = "; list --json prints the newest first: give the import the oldest first, e.g. jq reverse"
+		}
+		return fmt.Errorf("enqueue: %s %s: %w (neither stored nor earlier in the file%s)", path, c.wheres[i], err, hint)
 	}
 	return fmt.Errorf("enqueue: %w", err)
 }

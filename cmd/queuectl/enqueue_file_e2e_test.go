@@ -212,3 +212,17 @@ func TestE2EEnqueueFileWithByteOrderMark(t *testing.T) {
 		}
 	}
 }
+
+// list --json prints the newest first, so a copy of jobs with after lists
+// a job before the jobs it runs after: the refusal says how to fix it.
+func TestE2EEnqueueFileOfListJSONSaysReverseIt(t *testing.T) {
+	c := newCLI(t)
+	c.ok("enqueue", "--id", "a", "--command", "true")
+	c.ok("enqueue", "--id", "b", "--command", "true", "--after", "a")
+	file := filepath.Join(c.home, "jobs.json")
+	writeFile(t, file, c.ok("list", "--json", "--limit", "0"))
+	_, errOut, code := c.run("--db", filepath.Join(c.home, "other.db"), "enqueue", "--file", file)
+	if code != 2 || !strings.Contains(errOut, `item 1: stage jobs: job "b"`) || !strings.Contains(errOut, "give the import the oldest first, e.g. jq reverse") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
