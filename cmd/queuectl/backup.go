@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/sqlite"
 	"github.com/spf13/cobra"
 )
 
@@ -48,7 +49,9 @@ databases are backed up with the server's tools (pg_dump).`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			cmd.SetContext(ctx)
-			return a.withReadStore(cmd, func(ctx context.Context, st queue.Store) error {
+			// As it is: a backup taken before an upgrade, with the new
+			// binary, holds the schema the old one runs.
+			return a.withStoreOpts(cmd, sqlite.Options{MustExist: true, AsIs: true}, func(ctx context.Context, st queue.Store) error {
 				b, ok := st.(backuper)
 				if !ok {
 					return errBackupPostgres

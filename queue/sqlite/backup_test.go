@@ -93,3 +93,37 @@ func pad(t *testing.T, path string, mib int) {
 		t.Fatal(err)
 	}
 }
+
+// A store opened as it is copies the schema it holds: a backup taken with
+// a newer binary before an upgrade migrates neither the database nor the
+// copy.
+func TestBackupAsIsKeepsTheSchema(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.db")
+	if err := sqlite.MigrateTo(old, 11); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlite.OpenWith(ctx, old, sqlite.Options{MustExist: true, AsIs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyPath := filepath.Join(dir, "copy.db")
+	err = s.Backup(ctx, copyPath)
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{old, copyPath} {
+		raw, err := sqlite.OpenRaw(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v int
+		err = raw.QueryRow("PRAGMA user_version").Scan(&v)
+		raw.Close()
+		if err != nil || v != 11 {
+			t.Fatalf("%s: schema version %d, %v; want 11, as it was", p, v, err)
+		}
+	}
+}

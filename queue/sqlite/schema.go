@@ -54,6 +54,11 @@ type Options struct {
 	// nothing. For commands that only read, which would otherwise leave
 	// an empty database at a mistyped path and show it as empty.
 	MustExist bool
+	// AsIs opens the database as it is: no migration, and nothing written
+	// at open (imports a dead process left are not finished). For a copy
+	// of it (backup): one taken with a newer binary before an upgrade
+	// must hold the schema the old binary runs.
+	AsIs bool
 }
 
 // ErrNoDatabase is OpenWith's error, with Options.MustExist, for a path
@@ -101,7 +106,9 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	// Without the lock file, writes still take turns through SQLite's
 	// lock alone, by polling.
 	s.lock, _ = openFileLock(abs+"-lock", abs)
-	if s.migrated, err = s.migrate(ctx); err != nil {
+	if o.AsIs {
+		// Not migrated: its schema may be any version.
+	} else if s.migrated, err = s.migrate(ctx); err != nil {
 		writeDB.Close()
 		s.lock.close()
 		if isFull(err) {
@@ -124,7 +131,9 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	// Imports left by a process that died are finished or dropped. Their
 	// jobs are invisible meanwhile, so a failure here only leaves the
 	// work to the next Open or import.
-	_ = s.recoverImports(ctx)
+	if !o.AsIs {
+		_ = s.recoverImports(ctx)
+	}
 	return s, nil
 }
 
