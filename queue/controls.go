@@ -74,7 +74,7 @@ func (r RateLimit) String() string {
 func ParseRateLimit(s string) (RateLimit, error) {
 	n, per, err := duration.ParseRate(s)
 	if err != nil {
-		return RateLimit{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return RateLimit{}, invalidError{err}
 	}
 	return RateLimit{N: n, Per: per}, nil
 }

@@ -194,11 +194,23 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%w: empty duration", ErrInvalid)
 	}
 	d, err := duration.Parse(in)
-	if err != nil || d < 0 || d > maxDuration {
+	switch {
+	case err != nil:
 		return 0, fmt.Errorf("%w: duration %q (use e.g. 90s, 5m, 2h, 1d)", ErrInvalid, in)
+	case d < 0:
+		return 0, fmt.Errorf("%w: duration %q is negative", ErrInvalid, in)
+	case d > maxDuration:
+		return 0, fmt.Errorf("%w: duration %q is longer than %s", ErrInvalid, in, FormatDuration(maxDuration))
 	}
 	return d, nil
 }
+
+// invalidError is ErrInvalid for an error whose message says what is
+// invalid already ("invalid rate limit …"), without saying it twice.
+type invalidError struct{ err error }
+
+func (e invalidError) Error() string   { return e.err.Error() }
+func (e invalidError) Unwrap() []error { return []error{ErrInvalid, e.err} }
 
 // FormatDuration shows d compactly ("1h", "90s", "1d").
 func FormatDuration(d time.Duration) string {

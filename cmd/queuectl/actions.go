@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/queuectl/queuectl/queue"
@@ -160,7 +161,8 @@ func (a *app) waitCancelled(ctx context.Context, st queue.Store, id string, wait
 }
 
 func (a *app) cleanupCmd() *cobra.Command {
-	var olderThan, state string
+	var olderThan string
+	var states []string
 	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "cleanup --older-than DUR [--state S] [--dry-run]",
@@ -176,16 +178,21 @@ the same continuously (docs/operations.md).`,
 				return usagef("cleanup: --older-than is required (e.g. 7d, 12h)")
 			}
 			d, err := queue.ParseDuration(olderThan)
-			if err != nil || d < 0 {
-				return usagef("--older-than %q: use a duration such as 7d or 12h", olderThan)
+			if err != nil {
+				return usageError{fmt.Errorf("cleanup: --older-than: %w", err)}
 			}
 			p := queue.DeleteParams{Before: a.now().Add(-d), States: []queue.State{queue.StateCompleted, queue.StateCancelled}, DryRun: dryRun}
-			if state != "" {
+			if len(states) > 0 {
+				p.States = nil
+			}
+			for _, state := range states {
 				s, err := queue.ParseState(state)
 				if err != nil || !s.Finished() {
 					return usagef("cleanup: --state %q: only finished jobs can be deleted (completed, dead, cancelled)", state)
 				}
-				p.States = []queue.State{s}
+				if !slices.Contains(p.States, s) {
+					p.States = append(p.States, s)
+				}
 			}
 			with := a.withStore
 			if dryRun {
@@ -206,7 +213,7 @@ the same continuously (docs/operations.md).`,
 		},
 	}
 	cmd.Flags().StringVar(&olderThan, "older-than", "", "delete jobs last updated longer ago than this (e.g. 7d)")
-	cmd.Flags().StringVar(&state, "state", "", "only this state: completed, dead or cancelled (default: completed and cancelled; dead only when named)")
+	cmd.Flags().StringArrayVar(&states, "state", nil, "only this state: completed, dead or cancelled, repeatable (default: completed and cancelled; dead only when named)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count the jobs that would be deleted; delete nothing")
 	return cmd
 }

@@ -284,3 +284,38 @@ func TestE2EOperatorBadInput(t *testing.T) {
 		t.Errorf("%d jobs after refused commands, want 1", n)
 	}
 }
+
+// Refusals name the command and say what is wrong once; cleanup takes
+// several states; a queue given twice to worker start is claimed once.
+func TestE2EOperatorMessages(t *testing.T) {
+	c := newCLI(t)
+	c.ok("migrate")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"queue", "set", "q", "--rate-limit", "fast"}, `queuectl: queue set: --rate-limit: invalid rate limit "fast": use COUNT/PERIOD`},
+		{[]string{"cleanup", "--older-than", "99999d"}, `queuectl: cleanup: --older-than: invalid: duration "99999d" is longer than 36500d`},
+		{[]string{"cleanup", "--older-than", "-1d"}, `queuectl: cleanup: --older-than: invalid: duration "-1d" is negative`},
+	} {
+		if _, errOut, code := c.run(tc.args...); code != 2 || !strings.HasPrefix(errOut, tc.want) {
+			t.Errorf("queuectl %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(tc.args, " "), code, errOut, tc.want)
+		}
+	}
+	c.ok("enqueue", "--id", "done", "--command", "true")
+	c.ok("enqueue", "--id", "gone", "--command", "true")
+	c.ok("cancel", "gone")
+	c.ok("enqueue", "--id", "bad", "--command", "false", "--max-retries", "0")
+	c.ok("worker", "start", "--queue", "default", "--queue", "default")
+	var ws []struct {
+		Queues []string `json:"queues"`
+	}
+	if err := json.Unmarshal([]byte(c.ok("worker", "list", "--json")), &ws); err != nil || len(ws) != 1 || strings.Join(ws[0].Queues, ",") != "default" {
+		t.Errorf("worker --queue default --queue default: %+v %v", ws, err)
+	}
+	c.waitState("bad", "dead", 20*time.Second)
+	c.waitState("done", "completed", 20*time.Second)
+	if out := c.ok("cleanup", "--older-than", "0", "--state", "dead", "--state", "cancelled", "--dry-run"); out != "would delete 2 job(s)\n" {
+		t.Errorf("cleanup --state dead --state cancelled: %q, want the dead and the cancelled job", out)
+	}
+}

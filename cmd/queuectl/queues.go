@@ -119,7 +119,7 @@ or reloads.`,
 			if cmd.Flags().Changed("rate-limit") {
 				r, err := queue.ParseRateLimit(rate)
 				if err != nil {
-					return usageError{fmt.Errorf("--rate-limit: %w", err)}
+					return usageError{fmt.Errorf("queue set: --rate-limit: %w", err)}
 				}
 				u.Rate = &r
 			}

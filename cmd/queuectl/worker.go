@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -116,11 +117,16 @@ func flagDuration(d time.Duration) string {
 
 // checkTuning checks the duration flags before a worker starts.
 func (o *workerOptions) checkTuning() error {
+	var queues []string // each once, as given
 	for _, q := range o.queues {
 		if err := queue.CheckName("queue", q); err != nil {
 			return usageError{fmt.Errorf("--queue: %w", err)}
 		}
+		if !slices.Contains(queues, q) {
+			queues = append(queues, q)
+		}
 	}
+	o.queues = queues
 	if err := pollRange.check(o.poll); err != nil {
 		return err
 	}
