@@ -41,10 +41,11 @@ const maxJobLine = 16 << 20
 // (see openJobFile).
 //
 // An id taken by a stored job or earlier in the file aborts the import, as
-// does an after naming a job neither stored nor earlier in the file. A job
-// whose unique key a job holds (stored, or earlier in the file) is not
-// added: that job's id is printed in its place, with a note, and a later
-// job after it runs after that job.
+// does an after naming a job neither stored nor anywhere in the file, or
+// jobs of the file that run after each other (checked at the commit). A
+// job whose unique key a job holds (stored, or earlier in the file) is not
+// added: that job's id is printed in its place, with a note, and a job of
+// the file after it runs after that job.
 func (a *app) enqueueFile(cmd *cobra.Command, path string, now time.Time, ignored map[string]bool) error {
 	return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 		o, ok := st.(queue.OneTransactionImports)
@@ -162,6 +163,15 @@ func (a *app) importJobs(ctx context.Context, st queue.Store, src io.Reader, pat
 		return err
 	}
 	if err := imp.Commit(ctx); err != nil {
+		// The commit checks the jobs named in after that came later in
+		// the file (storekit.CheckLater): its error names a job of any
+		// chunk.
+		var je *queue.JobError
+		if errors.As(err, &je) && errors.Is(err, queue.ErrInvalid) {
+			if where := lineOf(path, je.ID); where != "" {
+				return usageError{fmt.Errorf("enqueue: %s %s: %w", path, where, err)}
+			}
+		}
 		return chunkError(path, err, prev)
 	}
 	prog("", 0, 0)
@@ -222,14 +232,42 @@ func (c *chunk) reset() *chunk {
 	return c
 }
 
+// errFound ends lineOf's reading.
+var errFound = errors.New("found")
+
+// lineOf finds where ("line 12", "item 3") the file at path holds the job
+// with id, reading it again; "" when it cannot (standard input, a file
+// changed meanwhile).
+func lineOf(path, id string) string {
+	if path == "-" {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	found := ""
+	eachJob(f, path, func(where string, b []byte) error {
+		var j struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(b, &j) == nil && j.ID == id {
+			found = where
+			return errFound
+		}
+		return nil
+	})
+	return found
+}
+
 // chunkError names the line of the job a failed chunk c stumbled on, when
-// the store's error names its id: a taken id, or an after naming no job
-// stored or earlier in the file (both bad input). For a taken id it looks
-// from the chunk's newest job (of two jobs with one id, the later is the
-// one that found it taken), for a bad after from its oldest (the error
-// names the job, then the job it is after). An error about one job
-// (queue.JobError) names it alone: the message may also name another job
-// of the chunk that the bad one is after.
+// the store's error names its id: a taken id, or another job's error (both
+// bad input). For a taken id it looks from the chunk's newest job (of two
+// jobs with one id, the later is the one that found it taken), else from
+// its oldest. An error about one job (queue.JobError) names it alone: the
+// message may also name another job of the chunk that the bad one is
+// after.
 func chunkError(path string, err error, c *chunk) error {
 	dup := errors.Is(err, queue.ErrDuplicate)
 	if !dup && !errors.Is(err, queue.ErrInvalid) {
@@ -252,12 +290,7 @@ func chunkError(path string, err error, c *chunk) error {
 		if dup {
 			return fmt.Errorf("enqueue: %s %s: %w (stored already, or earlier in the file)", path, c.wheres[i], err)
 		}
-		hint := ""
-		if strings.HasPrefix(c.wheres[i], "item ") {
-			// A JSON array is most often list --json's, newest first.
-			hint = "; list --json prints the newest first: give the import the oldest first, e.g. jq reverse"
-		}
-		return fmt.Errorf("enqueue: %s %s: %w (neither stored nor earlier in the file%s)", path, c.wheres[i], err, hint)
+		return fmt.Errorf("enqueue: %s %s: %w", path, c.wheres[i], err)
 	}
 	return fmt.Errorf("enqueue: %w", err)
 }

@@ -57,8 +57,8 @@ func TestE2EEnqueueFileAllOrNothing(t *testing.T) {
 			[]string{"line 15001", `"j3"`, "already exists"}},
 		{"duplicate within a chunk", 25_000, []string{`{"id":"j20001","command":"true"}`}, []string{"line 25001", `"j20001"`, "already exists"}},
 		{"after an unknown job", 25_000, []string{`{"id":"x","command":"true","after":["j3","nope"]}`}, []string{"line 25001", `"x"`, `"nope"`}},
-		{"after a job later in the file", 25_000, []string{`{"id":"x","command":"true","after":["y"]}`, `{"id":"y","command":"true"}`},
-			[]string{"line 25001", `"y"`, "neither stored nor earlier in the file"}},
+		{"after each other", 25_000, []string{`{"id":"x","command":"true","after":["y"]}`, `{"id":"y","command":"true","after":["x"]}`},
+			[]string{"line 25001", `"x" runs after "y" runs after "x"`, "wait for each other"}},
 		{"line over the limit", 25_000, []string{`{"command":"` + strings.Repeat("x", 16<<20) + `"}`, `{"command":"true"}`},
 			[]string{"line 25001 is longer than the limit of 16 MiB"}},
 	}
@@ -214,15 +214,21 @@ func TestE2EEnqueueFileWithByteOrderMark(t *testing.T) {
 }
 
 // list --json prints the newest first, so a copy of jobs with after lists
-// a job before the jobs it runs after: the refusal says how to fix it.
-func TestE2EEnqueueFileOfListJSONSaysReverseIt(t *testing.T) {
+// a job before the jobs it runs after: the import takes it as it is.
+func TestE2EEnqueueFileOfListJSONWithAfter(t *testing.T) {
 	c := newCLI(t)
 	c.ok("enqueue", "--id", "a", "--command", "true")
 	c.ok("enqueue", "--id", "b", "--command", "true", "--after", "a")
+	c.ok("enqueue", "--id", "c", "--command", "true", "--after", "b", "--after", "a")
 	file := filepath.Join(c.home, "jobs.json")
 	writeFile(t, file, c.ok("list", "--json", "--limit", "0"))
-	_, errOut, code := c.run("--db", filepath.Join(c.home, "other.db"), "enqueue", "--file", file)
-	if code != 2 || !strings.Contains(errOut, `item 1: stage jobs: job "b"`) || !strings.Contains(errOut, "give the import the oldest first, e.g. jq reverse") {
-		t.Fatalf("exit %d, stderr %q", code, errOut)
+	c.db = filepath.Join(c.home, "other.db")
+	if out, errOut, code := c.run("enqueue", "--file", file); code != 0 || out != "c\nb\na\n" {
+		t.Fatalf("enqueue --file of list --json: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	for id, want := range map[string]string{"a": "pending ", "b": "waiting a", "c": "waiting a b"} {
+		if j := c.job(id); j.State+" "+strings.Join(j.After, " ") != want {
+			t.Errorf("%s: %s after %v, want %s", id, j.State, j.After, want)
+		}
 	}
 }

@@ -35,7 +35,10 @@ import (
 // deleted): a finish must not wait for a long import. Instead Commit
 // settles the import's waiting jobs against their dependencies as they are
 // then, holding those FOR SHARE for the moment of the commit
-// (storekit.SettleImported), as an enqueue does.
+// (storekit.SettleImported), as an enqueue does. A job may also name one
+// the import stages later: it is staged waiting, and Commit first checks
+// that every job the import's jobs run after exists and that they do not
+// wait for each other (storekit.CheckLater).
 
 type bulkImport struct {
 	s    *Store
@@ -49,6 +52,9 @@ type bulkImport struct {
 	// aliases are the jobs not staged because their unique key was
 	// held, for the jobs after them in later chunks.
 	aliases storekit.Aliases
+	// later: a job was staged after a job not stored or staged yet
+	// (storekit.LaterTx); Commit checks the import's dependencies.
+	later bool
 }
 
 var _ queue.Import = (*bulkImport)(nil)
@@ -125,7 +131,7 @@ func takenID(err error) (string, bool) {
 // notes the ones that went in waiting.
 func (b *bulkImport) stageShaped(ctx context.Context, jobs []*queue.Job) error {
 	for _, j := range jobs {
-		if err := storekit.Insert(ctx, stagedTx{insertTx{b.tx}}, j, &b.aliases); err != nil {
+		if err := storekit.Insert(ctx, stagedTx{insertTx{b.tx}, &b.later}, j, &b.aliases); err != nil {
 			return err
 		}
 		if j.ExistingID != "" || j.State != queue.StateWaiting {
@@ -177,8 +183,48 @@ func (b *bulkImport) settleWaiting(ctx context.Context) error {
 	}
 }
 
-// stagedTx reads dependencies without holding them against a finish.
-type stagedTx struct{ insertTx }
+// stagedTx reads dependencies without holding them against a finish, and
+// notes in later a job staged after one not stored or staged yet.
+type stagedTx struct {
+	insertTx
+	later *bool
+}
+
+func (t stagedTx) Later() { *t.later = true }
+
+// laterTx runs storekit.CheckLater in an import's transaction: the
+// import's jobs with dependencies are the waiting ones (import_waiting).
+type laterTx struct{ tx pgx.Tx }
+
+func (t laterTx) pairs(ctx context.Context, query string) ([][2]string, error) {
+	rows, err := t.tx.Query(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) ([2]string, error) {
+		var p [2]string
+		err := row.Scan(&p[0], &p[1])
+		return p, err
+	})
+}
+
+func (t laterTx) MissingDeps(ctx context.Context) ([][2]string, error) {
+	return t.pairs(ctx, `SELECT d.job_id, d.dep_id FROM job_deps d JOIN import_waiting w ON w.id = d.job_id
+		WHERE NOT EXISTS (SELECT 1 FROM jobs x WHERE x.id = d.dep_id)`)
+}
+
+func (t laterTx) Repoint(ctx context.Context, job, dep, holder string) error {
+	if _, err := t.tx.Exec(ctx, `DELETE FROM job_deps WHERE job_id = $1 AND dep_id = $2`, job, dep); err != nil {
+		return err
+	}
+	_, err := t.tx.Exec(ctx, `INSERT INTO job_deps (job_id, dep_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, job, holder)
+	return err
+}
+
+func (t laterTx) Edges(ctx context.Context) ([][2]string, error) {
+	return t.pairs(ctx, `SELECT d.job_id, d.dep_id FROM job_deps d JOIN import_waiting w ON w.id = d.job_id
+		JOIN import_waiting w2 ON w2.id = d.dep_id`)
+}
 
 func (t stagedTx) DependencyStates(ctx context.Context, ids []string) (map[string]queue.State, error) {
 	return t.states(ctx, `SELECT id, state FROM jobs WHERE id = ANY($1) ORDER BY id FOR KEY SHARE`, ids)
@@ -193,6 +239,12 @@ func (b *bulkImport) Commit(ctx context.Context) error {
 	if err := b.chunks.Wait(); err != nil {
 		b.tx.Rollback(context.WithoutCancel(ctx))
 		return fmt.Errorf("commit import: %w: %w", queue.ErrEarlierChunk, err)
+	}
+	if b.later {
+		if err := storekit.CheckLater(ctx, laterTx{b.tx}, &b.aliases); err != nil {
+			b.tx.Rollback(context.WithoutCancel(ctx))
+			return fmt.Errorf("commit import: %w", err)
+		}
 	}
 	if err := b.settleWaiting(ctx); err != nil {
 		b.tx.Rollback(context.WithoutCancel(ctx))

@@ -24,9 +24,12 @@ import (
 //     the id is taken, so a duplicate is found at once. A job with a
 //     unique key or dependencies goes through storekit.Insert: its key is
 //     held (by the unique index) from then on, and the jobs it runs after
-//     must exist or be staged earlier by this import.
+//     exist, are staged earlier by this import, or are to come later in it.
 //  3. Commit is one short durable transaction marking the
-//     import committed: from then on it will be published. Publishing
+//     import committed: from then on it will be published. When a job
+//     named one to come later, it first checks that every job the
+//     import's jobs run after exists, and that they do not wait for each
+//     other (storekit.CheckLater). Publishing
 //     turns staged jobs pending (waiting, for those with dependencies) in
 //     chunks of queue.ImportChunk; jobs become visible chunk by chunk over
 //     about a second. In the same transaction, the waiting jobs of the chunk
@@ -63,6 +66,9 @@ type bulkImport struct {
 	// aliases are the jobs not staged because their unique key was
 	// held, for the jobs after them in later chunks.
 	aliases storekit.Aliases
+	// later: a job was staged after a job not stored or staged yet
+	// (storekit.LaterTx); Commit checks the import's dependencies.
+	later bool
 }
 
 var _ queue.Import = (*bulkImport)(nil)
@@ -109,7 +115,7 @@ func (b *bulkImport) stage(ctx context.Context, jobs []*queue.Job) error {
 			if storekit.Plain(j) {
 				err = execStaged(ctx, st, j, b.id)
 			} else {
-				err = storekit.Insert(ctx, stagedTx{insertTx{tx, st, &b.s.tally}, b.id}, j, &b.aliases)
+				err = storekit.Insert(ctx, stagedTx{insertTx{tx, st, &b.s.tally}, b.id, &b.later}, j, &b.aliases)
 			}
 			if err != nil {
 				return err
@@ -129,6 +135,11 @@ func (b *bulkImport) Commit(ctx context.Context) error {
 		return fmt.Errorf("commit import: %w: %w", queue.ErrEarlierChunk, err)
 	}
 	err := b.s.write(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
+		if b.later {
+			if err := storekit.CheckLater(ctx, laterTx{tx, b.id}, &b.aliases); err != nil {
+				return err
+			}
+		}
 		_, err := tx.ExecContext(ctx, `UPDATE imports SET committed = 1 WHERE id = ?`, b.id)
 		return err
 	})
@@ -308,10 +319,54 @@ func (s *Store) unlockImport(id string, f *os.File) {
 
 // stagedTx runs storekit.Insert's steps for a job of import importID: it
 // inserts the job staged, and the jobs it runs after are stored ones or
-// ones this import staged (not another import's).
+// ones this import staged (not another import's), or later ones (it
+// notes them in later).
 type stagedTx struct {
 	insertTx
 	importID string
+	later    *bool
+}
+
+func (t stagedTx) Later() { *t.later = true }
+
+// laterTx runs storekit.CheckLater for import importID.
+type laterTx struct {
+	tx       *sql.Tx
+	importID string
+}
+
+func (t laterTx) pairs(ctx context.Context, query string) ([][2]string, error) {
+	rows, err := t.tx.QueryContext(ctx, query, t.importID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out [][2]string
+	for rows.Next() {
+		var p [2]string
+		if err := rows.Scan(&p[0], &p[1]); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+func (t laterTx) MissingDeps(ctx context.Context) ([][2]string, error) {
+	return t.pairs(ctx, `SELECT d.job_id, d.dep_id FROM jobs j JOIN job_deps d ON d.job_id = j.id
+		WHERE j.import_id = ?1 AND j.state = 'staged'
+		AND NOT EXISTS (SELECT 1 FROM jobs x WHERE x.id = d.dep_id AND (x.state <> 'staged' OR x.import_id = ?1))`)
+}
+
+func (t laterTx) Repoint(ctx context.Context, job, dep, holder string) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE OR REPLACE job_deps SET dep_id = ?3 WHERE job_id = ?1 AND dep_id = ?2`, job, dep, holder)
+	return err
+}
+
+func (t laterTx) Edges(ctx context.Context) ([][2]string, error) {
+	return t.pairs(ctx, `SELECT d.job_id, d.dep_id FROM jobs j JOIN job_deps d ON d.job_id = j.id
+		JOIN jobs x ON x.id = d.dep_id AND x.import_id = ?1 AND x.state = 'staged'
+		WHERE j.import_id = ?1 AND j.state = 'staged'`)
 }
 
 func (t stagedTx) DependencyStates(ctx context.Context, ids []string) (map[string]queue.State, error) {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/queuectl/queuectl/queue"
@@ -12,7 +13,8 @@ func after(ids ...string) func(n *queue.NewJob) { return func(n *queue.NewJob) {
 func keyed(key string) func(n *queue.NewJob) { return func(n *queue.NewJob) { n.UniqueKey = key } }
 
 // A bulk import takes jobs with dependencies: on stored jobs, or on jobs
-// staged earlier by the same import (not by another one). Each starts as
+// the same import stages (not another one's); one naming no such job
+// fails the commit, naming both. Each starts as
 // its dependencies decide once the import is visible, including a
 // dependency that finished while the import was open: no job is left
 // waiting for a job that already completed.
@@ -36,7 +38,8 @@ func testImportAfter(t *testing.T, open Opener) {
 	other := begin(t, s)
 	stage(t, other, []*queue.Job{job(t, "theirs", nil)})
 	imp := begin(t, s)
-	err := imp.Stage(ctx(t), []*queue.Job{job(t, "x", after("theirs"))})
+	stage(t, imp, []*queue.Job{job(t, "x", after("theirs"))})
+	err := imp.Commit(ctx(t))
 	if !errors.Is(err, queue.ErrInvalid) || !containsQuoted(err, "x") || !containsQuoted(err, "theirs") {
 		t.Fatalf("after a job another import staged: want ErrInvalid naming both, got %v", err)
 	}
@@ -49,7 +52,8 @@ func testImportAfter(t *testing.T, open Opener) {
 
 	imp = begin(t, s)
 	stage(t, imp, shaped())
-	err = imp.Stage(ctx(t), []*queue.Job{job(t, "fine", nil), job(t, "bad", after("first", "nope"))})
+	stage(t, imp, []*queue.Job{job(t, "fine", nil), job(t, "bad", after("first", "nope"))})
+	err = imp.Commit(ctx(t))
 	if !errors.Is(err, queue.ErrInvalid) || !containsQuoted(err, "bad") || !containsQuoted(err, "nope") {
 		t.Fatalf("after an unknown job: want ErrInvalid naming the job and the id, got %v", err)
 	}
@@ -169,5 +173,58 @@ func testAfterAJobNotAdded(t *testing.T, open Opener) {
 	}
 	if got := get(t, s, "later"); !equal(got.After, []string{"dup3"}) {
 		t.Fatalf("later, after an id a plain job took in a later chunk: after %v, want [dup3]", got.After)
+	}
+}
+
+// An import's job may run after a job the import stages later (list
+// --json prints the newest first): it waits for it once the import is
+// visible, or for its holder when that job was not added (its unique key
+// held). Jobs of an import that wait for each other fail the commit,
+// naming them, and leave nothing.
+func testImportAfterLater(t *testing.T, open Opener) {
+	s := open(t)
+	insert(t, s, job(t, "held", func(n *queue.NewJob) { n.UniqueKey, n.Queue = "k", "elsewhere" }))
+	imp := begin(t, s)
+	stage(t, imp, []*queue.Job{job(t, "last", after("middle")), job(t, "other", after("dup"))})
+	stage(t, imp, []*queue.Job{job(t, "middle", after("first")), job(t, "dup", keyed("k"))})
+	stage(t, imp, []*queue.Job{job(t, "first", nil)})
+	if err := imp.Commit(ctx(t)); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	for id, want := range map[string]struct {
+		state queue.State
+		after []string
+	}{
+		"last": {queue.StateWaiting, []string{"middle"}}, "middle": {queue.StateWaiting, []string{"first"}},
+		"first": {queue.StatePending, nil}, "other": {queue.StateWaiting, []string{"held"}},
+	} {
+		if got := get(t, s, id); got.State != want.state || !equal(got.After, want.after) {
+			t.Errorf("%s: %s after %v, want %s after %v", id, got.State, got.After, want.state, want.after)
+		}
+	}
+	// They run in order: first, then middle, then last.
+	for _, id := range []string{"first", "middle", "last"} {
+		got := claim(t, s, "w", 10, t0, "default")
+		if len(got) != 1 || got[0].ID != id {
+			t.Fatalf("claim: %v, want %s alone", ids(got), id)
+		}
+		finish(t, s, got[0], "w", succeeded(t0, ""), t0)
+	}
+
+	imp = begin(t, s)
+	stage(t, imp, []*queue.Job{job(t, "x", after("y")), job(t, "free", nil)})
+	stage(t, imp, []*queue.Job{job(t, "y", after("z")), job(t, "z", after("x"))})
+	err := imp.Commit(ctx(t))
+	if !errors.Is(err, queue.ErrInvalid) || !strings.Contains(err.Error(), "wait for each other") || !containsQuoted(err, "x") ||
+		!containsQuoted(err, "y") || !containsQuoted(err, "z") {
+		t.Fatalf("jobs waiting for each other: want ErrInvalid naming the cycle, got %v", err)
+	}
+	if err := imp.Abort(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"x", "y", "z", "free"} {
+		if _, err := s.GetJob(ctx(t), id); !errors.Is(err, queue.ErrNotFound) {
+			t.Fatalf("%s of a refused import: %v", id, err)
+		}
 	}
 }

@@ -86,6 +86,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"ImportDuplicate", testImportDuplicate},
 		{"ImportLetsWorkersWrite", testImportLetsWorkersWrite},
 		{"ImportAfter", testImportAfter},
+		{"ImportAfterLater", testImportAfterLater},
 		{"ImportUniqueKey", testImportUniqueKey},
 		{"AfterAJobNotAdded", testAfterAJobNotAdded},
 		{"LabelsAndHooks", testLabelsAndHooks},
