@@ -128,8 +128,7 @@ func (a *authenticator) identify(r *http.Request) (identity, error) {
 		return identity{role: roleAdmin}, nil
 	}
 	if h := r.Header.Get("Authorization"); h != "" {
-		token, _ := strings.CutPrefix(h, "Bearer ")
-		rl, ok := a.signIn(r.Context(), clientAddr(r), strings.TrimSpace(token))
+		rl, ok := a.signIn(r.Context(), clientAddr(r), bearerToken(h))
 		if !ok {
 			return identity{}, errThrottled
 		}
@@ -151,6 +150,17 @@ func (a *authenticator) identify(r *http.Request) (identity, error) {
 		return identity{}, nil
 	}
 	return identity{role: ses.role, session: ses.nonce, expires: ses.expires}, nil
+}
+
+// bearerToken is the token of an Authorization header. Its scheme is
+// case-insensitive (RFC 9110, 11.1): clients send "bearer" too. A header
+// of another scheme is taken whole, as a wrong token.
+func bearerToken(header string) string {
+	const scheme = "bearer "
+	if len(header) >= len(scheme) && strings.EqualFold(header[:len(scheme)], scheme) {
+		header = header[len(scheme):]
+	}
+	return strings.TrimSpace(header)
 }
 
 // signIn checks a token presented from addr, through the throttle: it

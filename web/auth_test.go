@@ -316,3 +316,20 @@ func TestLogoutEndsTheSession(t *testing.T) {
 	h.must(req{path: "/api/v1/status", cookies: []*http.Cookie{c}}, http.StatusUnauthorized)
 	h.must(req{path: "/api/v1/status", cookies: []*http.Cookie{other}}, http.StatusOK)
 }
+
+// TestBearerSchemeIsCaseInsensitive sends the scheme as clients spell it:
+// HTTP's auth schemes are case-insensitive (RFC 9110, 11.1), so
+// "bearer TOKEN" is the token, not a wrong one that slows the address.
+func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
+	h := tokens(t)
+	for _, tt := range []struct{ header, path string }{
+		{"bearer " + viewerToken, "/api/v1/status"},
+		{"BEARER " + adminToken, "/api/v1/status"},
+		{"BeArEr " + viewerToken, "/metrics"},
+	} {
+		h.must(req{path: tt.path, header: map[string]string{"Authorization": tt.header}}, http.StatusOK)
+	}
+	if d := h.srv.auth.throttle.delay("127.0.0.1"); d != 0 {
+		t.Errorf("after right tokens the address waits %s", d)
+	}
+}
