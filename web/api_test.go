@@ -69,6 +69,29 @@ func TestWrongMethodIsNotAMissingEndpoint(t *testing.T) {
 	h.must(req{method: "PUT", path: "/api/v1/jobs", token: "wrong"}, http.StatusUnauthorized)
 }
 
+// TestWrongMethodOutsideTheAPI sends methods that the health checks,
+// /metrics and the pages do not take: 405 with the ones they take, as in
+// the API, and no token needed to be told (the health checks need none),
+// rather than 401 or a page that says the path does not exist.
+func TestWrongMethodOutsideTheAPI(t *testing.T) {
+	h := tokens(t)
+	for _, tt := range []struct{ method, path, token, allow string }{
+		{"POST", "/healthz", "", "GET, HEAD"},
+		{"DELETE", "/readyz", "", "GET, HEAD"},
+		{"POST", "/metrics", viewerToken, "GET, HEAD"},
+		{"PUT", "/metrics", "", "GET, HEAD"},
+		{"POST", "/jobs", adminToken, "GET, HEAD"},
+		{"GET", "/logout", "", "POST"},
+	} {
+		rec := h.must(req{method: tt.method, path: tt.path, token: tt.token}, http.StatusMethodNotAllowed)
+		if e := errCode(t, rec); e.Code != codeMethodNotAllowed || rec.Header().Get("Allow") != tt.allow {
+			t.Errorf("%s %s: %+v, Allow %q; want %s, Allow %q", tt.method, tt.path, e, rec.Header().Get("Allow"), codeMethodNotAllowed, tt.allow)
+		}
+	}
+	h.must(req{path: "/nope", token: viewerToken}, http.StatusNotFound)
+	h.must(req{method: "POST", path: "/nope"}, http.StatusUnauthorized)
+}
+
 func TestViewerMayNotAct(t *testing.T) {
 	h := tokens(t)
 	j := h.enqueue(`{"id":"a","command":"true"}`)

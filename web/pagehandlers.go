@@ -34,8 +34,19 @@ func (s *Server) pageRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /queues/{name}/pause", s.action(s.pauseAction))
 	mux.Handle("POST /queues/{name}/resume", s.action(s.resumeAction))
 	mux.Handle("POST /queues/{name}/limits", s.action(s.limitsAction))
-	mux.Handle("/", s.view(func(http.ResponseWriter, *http.Request) error {
+	notFound := s.view(func(http.ResponseWriter, *http.Request) error {
 		return errorf(http.StatusNotFound, codeNotFound, "There is no such page.")
+	})
+	// A path served under other methods (a page, /metrics, the health
+	// checks, which need no token) answers 405 naming them, as the API
+	// does, before any token is asked for.
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowedMethods(mux, r); allow != "" {
+			w.Header().Set("Allow", allow)
+			s.fail(w, r, errorf(http.StatusMethodNotAllowed, codeMethodNotAllowed, "%s takes %s", r.URL.Path, allow))
+			return
+		}
+		notFound.ServeHTTP(w, r)
 	}))
 }
 

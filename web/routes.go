@@ -58,14 +58,14 @@ func (s *Server) routes() http.Handler {
 	return s.secure(mux)
 }
 
-// allowedMethods lists the methods an API endpoint at r's path takes ("" for
-// no endpoint): the catch-all /api/ pattern would otherwise answer a
-// method the endpoint does not take as a missing endpoint.
+// allowedMethods lists the methods an endpoint at r's path takes ("" for
+// no endpoint): the catch-all patterns /api/ and / would otherwise answer
+// a method the endpoint does not take as a missing endpoint.
 func allowedMethods(mux *http.ServeMux, r *http.Request) string {
 	var allow []string
 	for _, m := range []string{http.MethodDelete, http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut} {
 		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host}
-		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/api/" {
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/api/" && pattern != "/" {
 			allow = append(allow, m)
 		}
 	}
