@@ -79,7 +79,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // ErrNeedsToken is returned by Listen for a non-loopback address when no
-// token is configured.
+// token is configured; the caller says how to set one.
 var ErrNeedsToken = errors.New("refusing to serve without a token on a non-loopback address")
 
 // Listen opens the listening socket. Without a token only loopback
@@ -87,7 +87,7 @@ var ErrNeedsToken = errors.New("refusing to serve without a token on a non-loopb
 // queue.
 func Listen(addr string, hasToken bool) (net.Listener, error) {
 	if !hasToken && !IsLoopback(addr) {
-		return nil, fmt.Errorf("%w %s: set a token file (--token-file) or listen on 127.0.0.1", ErrNeedsToken, addr)
+		return nil, fmt.Errorf("%w %s", ErrNeedsToken, addr)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -325,7 +325,8 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 	httpCtx, stopHTTP := context.WithCancel(ctx)
 	defer stopHTTP()
 	if f.HTTP != nil {
-		wait, err := a.startHTTP(httpCtx, log, st, httpOptions{listen: f.HTTP.Listen, tokenFile: f.HTTP.TokenFile, viewerTokenFile: f.HTTP.ViewerTokenFile})
+		wait, err := a.startHTTP(httpCtx, log, st, httpOptions{listen: f.HTTP.Listen, tokenFile: f.HTTP.TokenFile,
+			viewerTokenFile: f.HTTP.ViewerTokenFile, tokenSetting: "token_file in the http block"})
 		if err != nil {
 			return err
 		}

@@ -23,10 +23,11 @@ type httpOptions struct {
 	listen          string
 	tokenFile       string
 	viewerTokenFile string
+	tokenSetting    string // where a token file is named: serve's flag or the file's attribute
 }
 
 func (a *app) serveCmd() *cobra.Command {
-	var o httpOptions
+	o := httpOptions{tokenSetting: "--token-file"}
 	cmd := &cobra.Command{
 		Use:   "serve [--listen 127.0.0.1:8080]",
 		Short: "Serve the web dashboard, the JSON API, /metrics and health checks",
@@ -114,7 +115,7 @@ func (a *app) startHTTP(ctx context.Context, log zerolog.Logger, st queue.Store,
 	}
 	ln, err := web.Listen(o.listen, admin != "" || viewer != "")
 	if errors.Is(err, web.ErrNeedsToken) {
-		return nil, usageError{err}
+		return nil, usagef("%w: set a token file (%s) or listen on 127.0.0.1", err, o.tokenSetting)
 	}
 	if err != nil {
 		return nil, err

@@ -113,7 +113,7 @@ func TestE2EServe(t *testing.T) {
 	}
 	// Without a token only loopback addresses are allowed.
 	_, errOut, exit = c.run("serve", "--listen", "0.0.0.0:0")
-	if exit != 2 || !strings.Contains(errOut, "token") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+	if exit != 2 || !strings.Contains(errOut, "--token-file") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 		t.Errorf("no token on every interface: exit %d: %q", exit, errOut)
 	}
 }
@@ -143,6 +143,20 @@ func TestE2EServeRefusesABadListenAddress(t *testing.T) {
 			!strings.Contains(errOut, tt.listen) || !strings.Contains(errOut, tt.says) || strings.Contains(errOut, "token") {
 			t.Errorf("serve --listen %s (token %v): exit %d: %q", tt.listen, tt.token, exit, errOut)
 		}
+	}
+}
+
+// Without a token the service's http block may listen on loopback only:
+// the one line that says so names what the file sets, token_file, not
+// serve's flag, which run does not take.
+func TestE2ERunRefusesEveryInterfaceWithoutAToken(t *testing.T) {
+	c := newCLI(t)
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, "http {\n  listen = \"0.0.0.0:0\"\n}\n")
+	_, errOut, exit := c.run("run", "-c", cfg) // stderr is also the service's log
+	if exit != 2 || !strings.Contains(errOut, "queuectl: refusing to serve without a token") ||
+		!strings.Contains(errOut, "token_file") || strings.Contains(errOut, "--token-file") {
+		t.Errorf("no token on every interface: exit %d: %q", exit, errOut)
 	}
 }
 
