@@ -333,3 +333,17 @@ func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
 		t.Errorf("after right tokens the address waits %s", d)
 	}
 }
+
+// TestWrongTokenSaysSo: a request that sent a token is told the token is
+// wrong, not asked to send one.
+func TestWrongTokenSaysSo(t *testing.T) {
+	h := tokens(t)
+	e := errCode(t, h.must(req{path: "/api/v1/status", token: "wrong"}, http.StatusUnauthorized))
+	if e.Code != codeUnauthorized || !strings.Contains(e.Message, "wrong token") {
+		t.Errorf("wrong token: %+v", e)
+	}
+	e = errCode(t, h.must(req{path: "/api/v1/status"}, http.StatusUnauthorized))
+	if e.Code != codeUnauthorized || strings.Contains(e.Message, "wrong") {
+		t.Errorf("no token: %+v", e)
+	}
+}

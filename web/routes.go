@@ -137,6 +137,10 @@ func (s *Server) guard(min role, form bool, next http.Handler) http.Handler {
 				return
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="queuectl"`)
+			if id.bearer {
+				s.fail(w, r, errorf(http.StatusUnauthorized, codeUnauthorized, "wrong token in the Authorization header"))
+				return
+			}
 			s.fail(w, r, errorf(http.StatusUnauthorized, codeUnauthorized, "sign in or send Authorization: Bearer TOKEN"))
 			return
 		}
