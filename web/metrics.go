@@ -162,8 +162,9 @@ func (s *Server) metricsHandler() http.Handler {
 			body, err = promtext.Encode(append(fams, procs.Self()...))
 		}
 		if err != nil {
+			// As the API's internal errors: the cause is for the log.
 			s.cfg.Log.Error().Err(err).Msg("metrics scrape failed")
-			http.Error(w, "metrics: "+err.Error(), http.StatusInternalServerError)
+			http.Error(w, "metrics: internal error", http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Content-Type", metricsContent)

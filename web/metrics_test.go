@@ -154,3 +154,15 @@ func TestMetricsGzipOnlyWhenAccepted(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsFailureKeepsItsCauseInTheLog: a scrape the database fails
+// answers 500 saying only that, as the API's internal errors do; the
+// cause (a driver's message, a file's path) is for the log.
+func TestMetricsFailureKeepsItsCauseInTheLog(t *testing.T) {
+	h := tokens(t)
+	h.store.Close()
+	rec := h.must(req{path: "/metrics", token: viewerToken}, http.StatusInternalServerError)
+	if body := rec.Body.String(); strings.Contains(body, "closed") || !strings.Contains(body, "internal error") {
+		t.Errorf("body of a failed scrape: %q", body)
+	}
+}
