@@ -82,6 +82,8 @@ func toAPIError(err error) *apiError {
 		return &apiError{Status: http.StatusBadRequest, Code: codeInvalidJob, Message: se.Msg, Field: se.Field}
 	case errors.As(err, &tooLarge):
 		return errorf(http.StatusRequestEntityTooLarge, codeTooLarge, "request body over %d bytes", tooLarge.Limit)
+	case errors.Is(err, queue.ErrReadOnly): // a database served only to be read
+		return errorf(http.StatusServiceUnavailable, codeUnavailable, "the database is read-only: it can be read here, not changed")
 	case errors.Is(err, queue.ErrNotFound):
 		return errorf(http.StatusNotFound, codeNotFound, "%s", err)
 	case errors.Is(err, queue.ErrDuplicate):

@@ -328,3 +328,36 @@ func TestSignOutOnAReadOnlyDatabase(t *testing.T) {
 	h.signOut(c) // a redirect to sign in, the cookie cleared
 	h.must(req{path: "/api/v1/status", cookies: []*http.Cookie{c}}, http.StatusUnauthorized)
 }
+
+// A database served only to be read (a read-only filesystem) answers an
+// action 503 unavailable saying the database is read-only, a known state
+// rather than an internal error, and still answers reads.
+func TestActionsOnAReadOnlyDatabase(t *testing.T) {
+	dir := testfs.Small(t, "8m")
+	path := filepath.Join(dir, "queue.db")
+	st, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newHarness(t, st, adminToken, viewerToken).enqueue(`{"id": "j", "command": "true"}`)
+	st.Close()
+	testfs.ReadOnly(t, dir)
+	ro, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ro.Close() })
+	h := newHarness(t, ro, adminToken, viewerToken)
+	for _, r := range []req{
+		{method: "POST", path: "/api/v1/jobs", body: `{"command":"true"}`},
+		{method: "POST", path: "/api/v1/jobs/j/cancel"},
+		{method: "POST", path: "/api/v1/queues/default/pause"},
+	} {
+		r.token = adminToken
+		e := errCode(t, h.must(r, http.StatusServiceUnavailable))
+		if e.Code != codeUnavailable || !strings.Contains(e.Message, "read-only") {
+			t.Errorf("%s %s: %+v", r.method, r.path, e)
+		}
+	}
+	h.must(req{path: "/api/v1/jobs/j", token: viewerToken}, http.StatusOK)
+}
