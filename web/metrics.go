@@ -41,9 +41,12 @@ func collect(ctx context.Context, store queue.Store, now time.Time) ([]*promtext
 	if err != nil {
 		return nil, err
 	}
+	// Every queue that holds jobs has a dead-letter gauge, at 0 too: a
+	// series that first appears at 1 shows no increase() to alert on.
 	dead := map[string]int{}
 	for _, n := range counts {
 		jobs.Add(float64(n.N), n.Queue, string(n.State))
+		dead[n.Queue] += 0
 		if n.State == queue.StateDead {
 			dead[n.Queue] += n.N
 		}

@@ -166,3 +166,21 @@ func TestMetricsFailureKeepsItsCauseInTheLog(t *testing.T) {
 		t.Errorf("body of a failed scrape: %q", body)
 	}
 }
+
+// The dead-letter gauge of a queue that holds jobs is there at 0 before
+// its first dead job: the documented alert, increase(queuectl_dlq_jobs[30m])
+// > 0, sees a series go from 0 to 1, where a series that first appears
+// at 1 shows no increase at all.
+func TestMetricsDeadLetterGaugeStartsAtZero(t *testing.T) {
+	h := tokens(t)
+	h.enqueue(`{"id":"bad","command":"false","queue":"mail","max_retries":0}`)
+	body := h.must(req{path: "/metrics", token: viewerToken}, http.StatusOK).Body.String()
+	if !strings.Contains(body, `queuectl_dlq_jobs{queue="mail"} 0`) {
+		t.Errorf("no dead-letter gauge at 0 for a queue with jobs:\n%s", body)
+	}
+	h.runJob("bad", queue.OutcomeFailed, "")
+	body = h.must(req{path: "/metrics", token: viewerToken}, http.StatusOK).Body.String()
+	if !strings.Contains(body, `queuectl_dlq_jobs{queue="mail"} 1`) {
+		t.Errorf("no dead-letter gauge at 1 after a dead job:\n%s", body)
+	}
+}
