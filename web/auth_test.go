@@ -347,3 +347,15 @@ func TestWrongTokenSaysSo(t *testing.T) {
 		t.Errorf("no token: %+v", e)
 	}
 }
+
+// TestSignInTakesAPastedToken: a token pasted into the sign-in form with
+// the white space around it (copied from its file, or a terminal) signs
+// in, as the same token does as a bearer token or in the token file.
+func TestSignInTakesAPastedToken(t *testing.T) {
+	h := tokens(t)
+	h.must(req{method: "POST", path: "/login", body: url.Values{"token": {" " + viewerToken + "\n"}}.Encode(),
+		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, http.StatusSeeOther)
+	if d := h.srv.auth.throttle.delay("127.0.0.1"); d != 0 {
+		t.Errorf("after the right token the address waits %s", d)
+	}
+}

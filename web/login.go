@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/queuectl/queuectl/queue"
 )
@@ -33,7 +34,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	addr := clientAddr(r)
 	next := safeNext(r.PostFormValue("next"))
-	rl, checked := s.auth.signIn(r.Context(), addr, r.PostFormValue("token"))
+	// Trimmed as a bearer token and the token file are: a pasted token
+	// often carries a line break or a space.
+	rl, checked := s.auth.signIn(r.Context(), addr, strings.TrimSpace(r.PostFormValue("token")))
 	if !checked {
 		w.Header().Set("Retry-After", "8")
 		s.render(w, r, http.StatusTooManyRequests, "login", page{Title: "Sign in",
