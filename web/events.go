@@ -129,6 +129,16 @@ func (s *Server) liveOutput(ctx context.Context, j *queue.Job) (*liveEvent, erro
 	return &ev, nil
 }
 
+// streamedJob reads the job a stream follows, before anything is sent,
+// within the deadline of a request's store calls: a database that does
+// not answer gets its 503, where the stream's own context would wait for
+// as long as the client does, with no status sent.
+func (s *Server) streamedJob(ctx context.Context, id string) (*queue.Job, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	return s.cfg.Store.GetJob(ctx, id)
+}
+
 // jobEvents streams a job as server-sent events: "job" (its JSON, whenever
 // it changes), "live" and "live-append" (the running attempt's output so
 // far, then what it adds, whenever it grows; workers save it about once a
@@ -139,7 +149,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ctx, cancel := s.whileSignedIn(r)
 	defer cancel()
-	j, err := s.cfg.Store.GetJob(ctx, id)
+	j, err := s.streamedJob(ctx, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -44,7 +44,7 @@ func (s *Server) followOutput(w http.ResponseWriter, r *http.Request) {
 	defer signedOut()
 	ctx, cancel := context.WithTimeout(signedIn, eventMaxLife)
 	defer cancel()
-	j, err := s.cfg.Store.GetJob(ctx, id)
+	j, err := s.streamedJob(ctx, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -176,3 +176,36 @@ func followRequest(t *testing.T, url, token string) *http.Response {
 	}
 	return res
 }
+
+// stalledStore is a database that does not answer a job read: it returns
+// only when the read's deadline passes, and never without one.
+type stalledStore struct{ queue.Store }
+
+func (stalledStore) GetJob(ctx context.Context, id string) (*queue.Job, error) {
+	if _, ok := ctx.Deadline(); ok {
+		return nil, context.DeadlineExceeded
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A stream whose job the database does not answer for answers 503 within
+// the deadline of a request's store calls, as every other endpoint does,
+// rather than no status at all for as long as the client waits.
+func TestStreamsOfAJobTheDatabaseDoesNotAnswer(t *testing.T) {
+	h := newHarness(t, stalledStore{openSQLite(t)}, adminToken, viewerToken)
+	for _, path := range []string{"/api/v1/jobs/j/events", "/api/v1/jobs/j/output?follow=1"} {
+		ctx, cancel := context.WithCancel(context.Background()) // the client, who gives up after 5s
+		giveUp := time.AfterFunc(5*time.Second, cancel)
+		r := httptest.NewRequestWithContext(ctx, "GET", path, nil)
+		r.Host, r.RemoteAddr = "127.0.0.1:8080", "127.0.0.1:5555"
+		r.Header.Set("Authorization", "Bearer "+viewerToken)
+		rec := httptest.NewRecorder()
+		h.srv.Handler().ServeHTTP(rec, r)
+		timedOut := !giveUp.Stop()
+		cancel()
+		if timedOut || rec.Code != http.StatusServiceUnavailable || errCode(t, rec).Code != codeUnavailable {
+			t.Errorf("%s: status %d after the client gave up: %v; body %s", path, rec.Code, timedOut, rec.Body.String())
+		}
+	}
+}
