@@ -200,10 +200,12 @@ func (s *Server) apiWaitJob(_ http.ResponseWriter, r *http.Request) (any, error)
 		limit = d
 	}
 	id := r.PathValue("id")
-	ctx, cancel := context.WithTimeout(r.Context(), limit)
+	waiting, stop := untilShutdown(r) // a shutdown ends the wait as the time running out does
+	defer stop()
+	ctx, cancel := context.WithTimeout(waiting, limit)
 	defer cancel()
 	jobs, err := queue.Wait(ctx, s.cfg.Store, []string{id})
-	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
+	if ctx.Err() != nil && r.Context().Err() == nil {
 		j, err := s.cfg.Store.GetJob(r.Context(), id)
 		return waitResult{Job: j}, err
 	}

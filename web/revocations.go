@@ -161,9 +161,9 @@ func (rv *revocations) pruneLocked(now int64) {
 // that streams (job events, followed output) ends with its session, as a
 // new request with the cookie would be refused. A check that cannot read
 // the store ends nothing (the stream reads the same store, and fails by
-// itself if it is gone). For a bearer token it is the request's context.
+// itself if it is gone). It also ends when the server shuts down.
 func (s *Server) whileSignedIn(r *http.Request) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := untilShutdown(r)
 	id := identityOf(r)
 	nonce := id.session
 	if nonce == nil {

@@ -120,6 +120,23 @@ func isLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// shutdownKey holds, in every request's context, the context whose end
+// shuts the server down.
+type shutdownKey struct{}
+
+// untilShutdown is r's context, also ended when the server shuts down:
+// for event streams, followed output and waits, which would otherwise
+// hold the shutdown as long as they may last.
+func untilShutdown(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(r.Context())
+	shutdown, ok := r.Context().Value(shutdownKey{}).(context.Context)
+	if !ok {
+		return ctx, cancel
+	}
+	stop := context.AfterFunc(shutdown, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
 // Serve serves on ln until ctx ends, then lets requests in flight finish
 // for up to five seconds (event streams end at once).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
@@ -130,8 +147,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		WriteTimeout:      60 * time.Second, // event streams extend their own deadline
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ErrorLog:          nil,
+		// Requests in flight are not cancelled at shutdown: they finish.
+		// Streams and waits end at once (untilShutdown).
+		BaseContext: func(net.Listener) context.Context {
+			return context.WithValue(context.WithoutCancel(ctx), shutdownKey{}, ctx)
+		},
+		ErrorLog: nil,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
