@@ -74,9 +74,15 @@ addresses only.`,
 // httpTokens reads the admin and viewer tokens: from the files when given,
 // else from the environment.
 func (a *app) httpTokens(o httpOptions) (admin, viewer string, err error) {
+	// A token is one line: neither an Authorization header nor the
+	// sign-in form can carry a line break.
 	read := func(path, env string) (string, error) {
 		if path == "" {
-			return strings.TrimSpace(a.getenv(env)), nil
+			token := strings.TrimSpace(a.getenv(env))
+			if strings.ContainsAny(token, "\r\n") {
+				return "", usagef("%s holds more than one line: give one token", env)
+			}
+			return token, nil
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -85,6 +91,9 @@ func (a *app) httpTokens(o httpOptions) (admin, viewer string, err error) {
 		token := strings.TrimSpace(string(b))
 		if token == "" {
 			return "", usagef("token file %s is empty", path)
+		}
+		if strings.ContainsAny(token, "\r\n") {
+			return "", usagef("token file %s holds more than one line: a token file holds one token", path)
 		}
 		return token, nil
 	}

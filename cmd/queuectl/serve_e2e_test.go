@@ -160,6 +160,31 @@ func TestE2ERunRefusesEveryInterfaceWithoutAToken(t *testing.T) {
 	}
 }
 
+// A token file must hold one token: empty, or holding two lines (no
+// Authorization header nor the sign-in form can carry a line break, so
+// the role could never be used), it is bad input: exit 2 naming the
+// file, before anything listens.
+func TestE2EServeRefusesABadTokenFile(t *testing.T) {
+	c := newCLI(t)
+	for _, tt := range []struct{ name, content, says string }{
+		{"empty", "\n", "is empty"},
+		{"two-lines", "admin-token\nviewer-token\n", "holds more than one line"},
+	} {
+		path := filepath.Join(c.home, tt.name)
+		os.WriteFile(path, []byte(tt.content), 0o600)
+		for _, flag := range []string{"--token-file", "--viewer-token-file"} {
+			cmd := c.cmd("serve", "--listen", "127.0.0.1:0", flag, path)
+			serving := time.AfterFunc(20*time.Second, func() { cmd.Process.Kill() }) // it took the file
+			_, errOut, exit := runProcess(t, cmd)
+			serving.Stop()
+			if exit != 2 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, path) ||
+				!strings.Contains(errOut, tt.says) || strings.Contains(errOut, "admin-token") {
+				t.Errorf("%s %s: exit %d: %q", flag, tt.name, exit, errOut)
+			}
+		}
+	}
+}
+
 func TestE2ERunServesHTTP(t *testing.T) {
 	c := newCLI(t)
 	cfg := filepath.Join(c.home, "queue.hcl")
