@@ -129,10 +129,10 @@ func (s *Server) liveOutput(ctx context.Context, j *queue.Job) (*liveEvent, erro
 	return &ev, nil
 }
 
-// streamedJob reads the job a stream follows, before anything is sent,
-// within the deadline of a request's store calls: a database that does
-// not answer gets its 503, where the stream's own context would wait for
-// as long as the client does, with no status sent.
+// streamedJob reads the job a stream follows within the deadline of a
+// request's store calls: a database that does not answer gets its 503
+// (or, once the stream has begun, its error code in an end event), where
+// the stream's own context would wait for as long as the client does.
 func (s *Server) streamedJob(ctx context.Context, id string) (*queue.Job, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
@@ -218,7 +218,9 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 		if time.Now().After(deadline) {
 			return
 		}
-		if j, err = s.cfg.Store.GetJob(ctx, id); err != nil {
+		// Bounded as the first read: a database that stops answering
+		// ends the stream with "unavailable" rather than hang it.
+		if j, err = s.streamedJob(ctx, id); err != nil {
 			send("end", map[string]string{"error": toAPIError(err).Code})
 			return
 		}

@@ -209,3 +209,36 @@ func TestStreamsOfAJobTheDatabaseDoesNotAnswer(t *testing.T) {
 		}
 	}
 }
+
+// stallingStore answers the first job read, then stalls as stalledStore.
+type stallingStore struct {
+	queue.Store
+	reads *atomic.Int32
+}
+
+func (s stallingStore) GetJob(ctx context.Context, id string) (*queue.Job, error) {
+	if s.reads.Add(1) == 1 {
+		return s.Store.GetJob(ctx, id)
+	}
+	return stalledStore{}.GetJob(ctx, id)
+}
+
+// An event stream whose database stops answering ends, with the code
+// of the error, within the deadline of a request's store calls, rather
+// than hang without a keep-alive for as long as the connection lasts.
+func TestEventStreamEndsWhenTheDatabaseStopsAnswering(t *testing.T) {
+	st := openSQLite(t)
+	newHarness(t, st, adminToken, viewerToken).enqueue(`{"id": "later", "command": "true", "run_at": "+1h"}`)
+	h := newHarness(t, stallingStore{st, new(atomic.Int32)}, adminToken, viewerToken)
+	ctx, cancel := context.WithCancel(context.Background()) // the client, who gives up after 5s
+	defer cancel()
+	giveUp := time.AfterFunc(5*time.Second, cancel)
+	r := httptest.NewRequestWithContext(ctx, "GET", "/api/v1/jobs/later/events", nil)
+	r.Host, r.RemoteAddr = "127.0.0.1:8080", "127.0.0.1:5555"
+	r.Header.Set("Authorization", "Bearer "+viewerToken)
+	rec := httptest.NewRecorder()
+	h.srv.Handler().ServeHTTP(rec, r)
+	if !giveUp.Stop() || !strings.Contains(rec.Body.String(), "event: end\ndata: {\"error\":\"unavailable\"}") {
+		t.Errorf("the stream after the database stopped answering:\n%s", rec.Body.String())
+	}
+}
