@@ -159,6 +159,9 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return // the headers are the answer: the stream would go on unseen
+	}
 	send := func(event string, v any) bool {
 		b, _ := json.Marshal(v)
 		rc.SetWriteDeadline(time.Now().Add(30 * time.Second))

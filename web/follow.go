@@ -55,6 +55,9 @@ func (s *Server) followOutput(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no")
 	h.Set("X-Job-State", string(j.State))
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return // the headers are the answer: the stream would go on unseen
+	}
 	out := &flushWriter{w: w, rc: http.NewResponseController(w)}
 	if out.flush() != nil {
 		return

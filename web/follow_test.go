@@ -242,3 +242,29 @@ func TestEventStreamEndsWhenTheDatabaseStopsAnswering(t *testing.T) {
 		t.Errorf("the stream after the database stopped answering:\n%s", rec.Body.String())
 	}
 }
+
+// HEAD of a stream (events, followed output) answers its headers and ends:
+// following a pending job, the stream would otherwise go on unseen for up
+// to an hour, and a client that keeps the connection waits that long for
+// its next answer.
+func TestHeadOfAStreamEnds(t *testing.T) {
+	h := tokens(t)
+	h.enqueue(`{"id": "later", "command": "true", "run_at": "+1h"}`)
+	for path, contentType := range map[string]string{
+		"/api/v1/jobs/later/events":          "text/event-stream",
+		"/api/v1/jobs/later/output?follow=1": "text/plain; charset=utf-8",
+	} {
+		ctx, cancel := context.WithCancel(context.Background()) // the client, who gives up after 5s
+		giveUp := time.AfterFunc(5*time.Second, cancel)
+		r := httptest.NewRequestWithContext(ctx, "HEAD", path, nil)
+		r.Host, r.RemoteAddr = "127.0.0.1:8080", "127.0.0.1:5555"
+		r.Header.Set("Authorization", "Bearer "+viewerToken)
+		rec := httptest.NewRecorder()
+		h.srv.Handler().ServeHTTP(rec, r)
+		ended := giveUp.Stop()
+		cancel()
+		if !ended || rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != contentType {
+			t.Errorf("HEAD %s: ended %v, %d %q", path, ended, rec.Code, rec.Header().Get("Content-Type"))
+		}
+	}
+}
