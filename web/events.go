@@ -134,9 +134,7 @@ func (s *Server) liveOutput(ctx context.Context, j *queue.Job) (*liveEvent, erro
 // (or, once the stream has begun, its error code in an end event), where
 // the stream's own context would wait for as long as the client does.
 func (s *Server) streamedJob(ctx context.Context, id string) (*queue.Job, error) {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	return s.cfg.Store.GetJob(ctx, id)
+	return boundedReads{s.cfg.Store}.GetJob(ctx, id)
 }
 
 // jobEvents streams a job as server-sent events: "job" (its JSON, whenever

@@ -66,11 +66,35 @@ func (s *Server) followOutput(w http.ResponseWriter, r *http.Request) {
 	if remainder == nil {
 		remainder = func(output []byte, _, seen int64) []byte { return output[min(seen, int64(len(output))):] }
 	}
-	_, err = queue.Follow(ctx, s.cfg.Store, queue.FollowParams{JobID: id, Out: out, Remainder: remainder})
+	_, err = queue.Follow(ctx, boundedReads{s.cfg.Store}, queue.FollowParams{JobID: id, Out: out, Remainder: remainder})
 	if err != nil && ctx.Err() == nil && !out.failed {
 		// The status is sent: the truncated answer is all the client learns.
 		s.cfg.Log.Warn().Err(err).Str("job_id", id).Msg("follow output failed")
 	}
+}
+
+// boundedReads gives each job read of a follower the deadline of a
+// request's store calls: a database that stops answering ends the
+// followed output rather than hang it with nothing sent. Its subscription
+// to job events lasts.
+type boundedReads struct{ queue.Store }
+
+func (b boundedReads) GetJob(ctx context.Context, id string) (*queue.Job, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	return b.Store.GetJob(ctx, id)
+}
+
+func (b boundedReads) LiveOutput(ctx context.Context, jobID string) (*queue.LiveOutput, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	return b.Store.LiveOutput(ctx, jobID)
+}
+
+func (b boundedReads) Output(ctx context.Context, jobID string, number int) (*queue.Attempt, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	return b.Store.Output(ctx, jobID, number)
 }
 
 // flushWriter sends each write to the client at once.

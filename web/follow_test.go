@@ -178,11 +178,12 @@ func followRequest(t *testing.T, url, token string) *http.Response {
 }
 
 // stalledStore is a database that does not answer a job read: it returns
-// only when the read's deadline passes, and never without one.
+// only when the read's deadline passes, at once for a deadline no later
+// than a request's, and never without one.
 type stalledStore struct{ queue.Store }
 
 func (stalledStore) GetJob(ctx context.Context, id string) (*queue.Job, error) {
-	if _, ok := ctx.Deadline(); ok {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= requestTimeout {
 		return nil, context.DeadlineExceeded
 	}
 	<-ctx.Done()
@@ -266,5 +267,25 @@ func TestHeadOfAStreamEnds(t *testing.T) {
 		if !ended || rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != contentType {
 			t.Errorf("HEAD %s: ended %v, %d %q", path, ended, rec.Code, rec.Header().Get("Content-Type"))
 		}
+	}
+}
+
+// A followed output whose database stops answering ends within the
+// deadline of a request's store calls, rather than hang with nothing
+// sent for as long as the connection lasts.
+func TestFollowedOutputEndsWhenTheDatabaseStopsAnswering(t *testing.T) {
+	st := openSQLite(t)
+	newHarness(t, st, adminToken, viewerToken).enqueue(`{"id": "later", "command": "true", "run_at": "+1h"}`)
+	h := newHarness(t, stallingStore{st, new(atomic.Int32)}, adminToken, viewerToken)
+	ctx, cancel := context.WithCancel(context.Background()) // the client, who gives up after 5s
+	defer cancel()
+	giveUp := time.AfterFunc(5*time.Second, cancel)
+	r := httptest.NewRequestWithContext(ctx, "GET", "/api/v1/jobs/later/output?follow=1", nil)
+	r.Host, r.RemoteAddr = "127.0.0.1:8080", "127.0.0.1:5555"
+	r.Header.Set("Authorization", "Bearer "+viewerToken)
+	rec := httptest.NewRecorder()
+	h.srv.Handler().ServeHTTP(rec, r)
+	if !giveUp.Stop() || rec.Code != http.StatusOK {
+		t.Errorf("the followed output after the database stopped answering: %d %q", rec.Code, rec.Body.String())
 	}
 }
