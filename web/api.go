@@ -59,7 +59,7 @@ func (s *Server) apiStats(_ http.ResponseWriter, r *http.Request) (any, error) {
 	window := 24 * time.Hour
 	if v := r.URL.Query().Get("since"); v != "" {
 		d, err := queue.ParseDuration(v)
-		if err != nil || d <= 0 || d > 31*24*time.Hour {
+		if err != nil || d < time.Second || d > 31*24*time.Hour {
 			return nil, &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Field: "since",
 				Message: fmt.Sprintf("since %q: use a duration from 1s to 31d, such as 24h", v)}
 		}

@@ -483,3 +483,16 @@ func TestConcurrentEnqueues(t *testing.T) {
 		})
 	}
 }
+
+// The stats window takes what its message says, 1s to 31d: under a
+// second was taken, and shown as the window, though the window starts at
+// a whole minute anyway.
+func TestStatsWindowUnderASecondIsRefused(t *testing.T) {
+	h := tokens(t)
+	for _, since := range []string{"1ms", "500ms", "999999us"} {
+		if e := errCode(t, h.must(req{path: "/api/v1/stats?since=" + since, token: viewerToken}, http.StatusBadRequest)); e.Field != "since" {
+			t.Errorf("since=%s: %+v", since, e)
+		}
+	}
+	h.must(req{path: "/api/v1/stats?since=1s", token: viewerToken}, http.StatusOK)
+}
