@@ -193,7 +193,7 @@ func (s *Server) apiWaitJob(_ http.ResponseWriter, r *http.Request) (any, error)
 	limit := maxWait
 	if v := r.URL.Query().Get("timeout"); v != "" {
 		d, err := duration.Parse(v)
-		if err != nil || d <= 0 || d > maxWait {
+		if err != nil || d < time.Millisecond || d > maxWait {
 			return nil, &apiError{Status: http.StatusBadRequest, Code: codeInvalid, Field: "timeout",
 				Message: fmt.Sprintf("timeout %q: use a duration from 1ms to %s", v, maxWait)}
 		}

@@ -191,3 +191,14 @@ func leaksGo(msg string) bool {
 	}
 	return false
 }
+
+// The wait's timeout takes what its message says, 1ms to 10s.
+func TestWaitTimeoutUnderAMillisecondIsRefused(t *testing.T) {
+	h := tokens(t)
+	h.enqueue(`{"id": "a", "command": "true"}`)
+	for _, timeout := range []string{"1ns", "999us"} {
+		if e := errCode(t, h.must(req{path: "/api/v1/jobs/a/wait?timeout=" + timeout, token: viewerToken}, http.StatusBadRequest)); e.Field != "timeout" {
+			t.Errorf("timeout=%s: %+v", timeout, e)
+		}
+	}
+}
