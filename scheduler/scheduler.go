@@ -195,7 +195,9 @@ func (s *Scheduler) Tick(ctx context.Context) (time.Time, error) {
 			}
 			s.log.Error().Err(err).Str("template", t.Name).Msg("fire template")
 		}
-		if n := sched.Next(now); !n.IsZero() && (next.IsZero() || n.Before(next)) {
+		// An "@every" template's next slot is on its grid, not an
+		// interval after now.
+		if n := NextAfter(sched, t.Cursor, now); !n.IsZero() && (next.IsZero() || n.Before(next)) {
 			next = n
 		}
 	}

@@ -510,3 +510,28 @@ func TestCatchUpLatestAfterYearsLongOutage(t *testing.T) {
 		})
 	}
 }
+
+// The time Tick says to look again is the next slot on an "@every"
+// template's grid (cursor + k·interval), not an interval after now, so the
+// loop wakes when the slot is due rather than up to a tick late.
+func TestTickReturnsTheNextSlotOfEvery(t *testing.T) {
+	start := utc("2026-05-01T00:00:07.5Z")
+	f := newFixture(t, start, tpl("e", "@every 90s", "UTC", nil))
+	s := f.scheduler(f.store)
+	for _, tc := range []struct {
+		at, want time.Time
+	}{
+		{start.Add(10 * time.Second), start.Add(90 * time.Second)},
+		{start.Add(90 * time.Second), start.Add(180 * time.Second)}, // fires the slot at +90s
+		{start.Add(100 * time.Second), start.Add(180 * time.Second)},
+	} {
+		f.clock.Set(tc.at)
+		next, err := s.Tick(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !next.Equal(tc.want) {
+			t.Errorf("Tick at %v: next %v, want %v", tc.at, next, tc.want)
+		}
+	}
+}
