@@ -152,6 +152,10 @@ func describeDays(dom, month, dow string) string {
 	default:
 		return ""
 	}
+	if len(parts) == 2 {
+		// Both restricted: a day matching either fires, as in cron.
+		parts = []string{parts[0] + " and on " + strings.TrimPrefix(parts[1], "on ")}
+	}
 	switch {
 	case month == "*" || month == "?":
 	case isNumber(month):

@@ -106,6 +106,9 @@ func TestDescribeSchedule(t *testing.T) {
 		"0 */2 * * *":     "every 2 hours at minute 0",
 		"0 4 * * 0":       "every Sunday at 04:00",
 		"1-5 * * * *":     "",
+		// Day of month and day of week both restricted: either fires.
+		"0 0 13 * 5":  "on day 13 of the month and on every Friday at 00:00",
+		"0 9 1 * 1-5": "on day 1 of the month and on weekdays at 09:00",
 	} {
 		if got := DescribeSchedule(spec); got != want {
 			t.Errorf("DescribeSchedule(%q) = %q, want %q", spec, got, want)
