@@ -18,6 +18,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -315,6 +316,23 @@ func Latest(sched Nexter, after, now time.Time) (last time.Time, n int) {
 	return sched.Next(lo), 2
 }
 
+// lastSlots returns the latest keep slots in (after, now], oldest first,
+// found by stepping back from now with Latest: for an outage with more
+// slots than Due walks. Like Due, it keeps at most maxScan of them.
+func lastSlots(sched Nexter, after, now time.Time, keep int) []time.Time {
+	var slots []time.Time
+	for len(slots) < min(keep, maxScan) {
+		last, n := Latest(sched, after, now)
+		if n == 0 {
+			break
+		}
+		slots = append(slots, last)
+		now = last.Add(-time.Nanosecond)
+	}
+	slices.Reverse(slots)
+	return slots
+}
+
 // NextAfter is the first fire time of schedule sc after now, for a
 // template whose cursor is cursor: an "@every" schedule's slots are on the
 // grid counted from the cursor, not from now. It is zero when the
@@ -381,7 +399,11 @@ func (s *Scheduler) toFire(t *queue.Template, sched Nexter, now time.Time, log z
 			return nil, time.Time{}, false
 		}
 		if truncated {
+			// The walk stopped short of now: its slots are not the
+			// latest. Step back from now instead, which costs a number of
+			// Next calls proportional to the slots fired.
 			log.Warn().Int("slots", total).Msg("too many missed slots; older ones are passed over")
+			slots = lastSlots(sched, t.Cursor, now, max(t.MaxCatchUp, 1))
 		}
 		return slots, slots[len(slots)-1], total > len(slots)
 	}

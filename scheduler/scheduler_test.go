@@ -535,3 +535,28 @@ func TestTickReturnsTheNextSlotOfEvery(t *testing.T) {
 		}
 	}
 }
+
+// catch_up = "all" fires at most max_catch_up slots, the most recent, even
+// when more missed slots lie between the cursor and now than one walk
+// covers: the walk starts close enough to now, so a later tick does not
+// fire another batch.
+func TestCatchUpAllAfterMoreSlotsThanOneWalk(t *testing.T) {
+	start := utc("2026-03-01T00:00:00Z")
+	for _, spec := range []string{"* * * * * *", "@every 1s"} {
+		t.Run(spec, func(t *testing.T) {
+			f := newFixture(t, start, tpl("tick", spec, "UTC", func(x *queue.Template) { x.CatchUp, x.MaxCatchUp = queue.CatchUpAll, 3 }))
+			s := f.scheduler(f.store)
+			back := start.Add(1_200_000 * time.Second) // 1.2 million slots missed
+			f.tick(s, back)
+			f.tick(s, back) // nothing more is due
+			want := []time.Time{back.Add(-2 * time.Second), back.Add(-time.Second), back}
+			if got := f.slots("tick"); !sameTimes(got, want) {
+				t.Fatalf("fired %v, want %v", got, want)
+			}
+			ts, _ := f.store.Templates(context.Background())
+			if !ts[0].Cursor.Equal(back) {
+				t.Fatalf("cursor %v, want %v", ts[0].Cursor, back)
+			}
+		})
+	}
+}
