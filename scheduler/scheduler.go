@@ -21,6 +21,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/scheduler/cronspec"
@@ -483,12 +484,17 @@ func Fire(ctx context.Context, st Store, t *queue.Template, d Defaults, kind que
 const maxIDLen = 200
 
 // jobID names a fired job after its template and slot. A name too long to
-// fit is shortened and made unique again with a hash of the whole name.
+// fit is shortened, on a character boundary so that the id stays valid
+// UTF-8, and made unique again with a hash of the whole name.
 func jobID(name, suffix string) string {
 	if len(name)+len(suffix) <= maxIDLen {
 		return name + suffix
 	}
 	sum := sha256.Sum256([]byte(name))
 	tag := "~" + hex.EncodeToString(sum[:4])
-	return name[:maxIDLen-len(suffix)-len(tag)] + tag + suffix
+	cut := maxIDLen - len(suffix) - len(tag)
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut] + tag + suffix
 }

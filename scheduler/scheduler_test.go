@@ -393,6 +393,20 @@ func TestLongNameFiresAndDoesNotBlockOthers(t *testing.T) {
 	}
 }
 
+// A long name of multi-byte characters is shortened on a character
+// boundary: an id cut inside a character is not valid UTF-8, which the
+// store refuses, and the template would never fire.
+func TestLongMultiByteNameFires(t *testing.T) {
+	start := utc("2026-05-01T00:00:00Z")
+	long := "a" + strings.Repeat("€", 66) // 199 bytes
+	f := newFixture(t, start, tpl(long, "* * * * *", "UTC", nil))
+	s := f.scheduler(f.store)
+	f.tick(s, start.Add(time.Minute))
+	if got := f.slots(long); len(got) != 1 {
+		t.Fatalf("long multi-byte named template fired %d times", len(got))
+	}
+}
+
 // countingSchedule counts the Next calls made on a schedule.
 type countingSchedule struct {
 	scheduler.Nexter
