@@ -86,7 +86,11 @@ func (d *decoder) number(attr *hcl.Attribute) (float64, bool) {
 	return f, true
 }
 
-func (d *decoder) integer(attr *hcl.Attribute) (int, bool) {
+// intIn decodes attr as a whole number from lo to hi, or reports that it
+// must be within rng (the range as users read it, "at least 1"). A number
+// beyond 32 bits is out of range too, reported with the attribute's range
+// (or, when that has no upper end, the largest whole number allowed).
+func (d *decoder) intIn(attr *hcl.Attribute, lo, hi int, rng string) (int, bool) {
 	v, ok := d.eval(attr, d.ctx, cty.Number)
 	if !ok {
 		return 0, false
@@ -98,21 +102,17 @@ func (d *decoder) integer(attr *hcl.Attribute) (int, bool) {
 	}
 	n, acc := bf.Int64()
 	if acc != big.Exact || n < math.MinInt32 || n > math.MaxInt32 {
-		d.attrError(attr, "Number out of range", fmt.Sprintf("%s must be between %d and %d.", attr.Name, math.MinInt32, math.MaxInt32))
+		if bf.Sign() > 0 && hi > math.MaxInt32 {
+			rng = fmt.Sprintf("at most %d", math.MaxInt32)
+		}
+		d.attrError(attr, "Number out of range", fmt.Sprintf("%s must be %s, got %s.", attr.Name, rng, bf.Text('g', -1)))
 		return 0, false
 	}
-	return int(n), true
-}
-
-// intIn decodes attr as a whole number from lo to hi, or reports that it
-// must be within rng (the range as users read it, "at least 1").
-func (d *decoder) intIn(attr *hcl.Attribute, lo, hi int, rng string) (int, bool) {
-	n, valid := d.integer(attr)
-	if valid && (n < lo || n > hi) {
+	if int(n) < lo || int(n) > hi {
 		d.attrError(attr, "Invalid "+attr.Name, fmt.Sprintf("%s must be %s, got %d.", attr.Name, rng, n))
 		return 0, false
 	}
-	return n, valid
+	return int(n), true
 }
 
 // duration accepts a duration string (ParseDuration) or a number of seconds.
