@@ -625,6 +625,10 @@ func TestValueErrors(t *testing.T) {
 		{"backoff_base overflows float64", "defaults {\n  backoff_base = 1e400\n}", "Number out of range"},
 		{"undeclared queue, none declared", job(`queue = "mail"`), "Undeclared queue"},
 		{"duration overflows", "defaults {\n  timeout = 1e12\n}", "Invalid duration"},
+		// Linux starts no process given a longer argument or variable, so
+		// the store refuses such a job: every fire would fail.
+		{"command too long", "job \"j\" {\n  schedule = \"@daily\"\n  command  = \"" + strings.Repeat("x", 128<<10) + "\"\n}", "Invalid command"},
+		{"env entry too long", job(`env = { A = "` + strings.Repeat("x", 128<<10-2) + `" }`), "Invalid environment variable value"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -735,7 +739,7 @@ func TestParseDuration(t *testing.T) {
 func TestLimitsMatchQueueStore(t *testing.T) {
 	if maxRetriesLimit != queue.MaxRetriesLimit || backoffBaseMin != queue.BackoffBaseMin ||
 		backoffBaseMax != queue.BackoffBaseMax || maxBackoffLimit != queue.MaxBackoffLimit ||
-		maxTimeoutLimit != queue.MaxTimeoutLimit || maxPriorityLimit != queue.MaxPriorityLimit ||
+		maxTimeoutLimit != queue.MaxTimeoutLimit || maxPriorityLimit != queue.MaxPriorityLimit || maxArgLen != queue.MaxArgLen ||
 		DefaultQueue != queue.DefaultQueue {
 		t.Error("config's limits differ from package queue's")
 	}

@@ -73,6 +73,9 @@ const (
 	maxHookTimeout   = 24 * time.Hour // a hook holds its worker's slot
 	maxPriorityLimit = 1_000_000
 	maxNameLen       = 200
+	// maxArgLen bounds a command and an env entry NAME=value: Linux starts
+	// no process given a longer argument or variable.
+	maxArgLen = 128<<10 - 1
 )
 
 // validName reports whether s can name a queue or job: 1 to 200 bytes of

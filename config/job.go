@@ -78,6 +78,9 @@ func (d *decoder) jobCommand(j *Job, attrs hcl.Attributes) {
 				d.attrError(attr, "Empty command", "command must not be empty.")
 			case strings.ContainsRune(s, 0):
 				d.attrError(attr, "Invalid command", "command must not contain a NUL character.")
+			case len(s) > maxArgLen:
+				d.attrError(attr, "Invalid command",
+					fmt.Sprintf("command is %d bytes, over the %d a process can be given.", len(s), maxArgLen))
 			default:
 				j.Command = s
 			}
@@ -212,6 +215,10 @@ func (d *decoder) checkEnv(attr *hcl.Attribute, env map[string]string) map[strin
 		case strings.ContainsRune(env[k], 0):
 			d.attrError(attr, "Invalid environment variable value",
 				fmt.Sprintf("The value of %s contains a NUL character.", k))
+			valid = false
+		case len(k)+1+len(env[k]) > maxArgLen:
+			d.attrError(attr, "Invalid environment variable value",
+				fmt.Sprintf("%s=… is %d bytes, over the %d a process can be given.", k, len(k)+1+len(env[k]), maxArgLen))
 			valid = false
 		}
 	}
