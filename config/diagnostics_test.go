@@ -258,3 +258,19 @@ func TestCatchUpAllWithSkipWarns(t *testing.T) {
 		}
 	}
 }
+
+// A token file is looked for next to the configuration file only when its
+// path is relative; the error for an absolute one does not say so.
+func TestTokenFileNotFoundSaysWhereItLooked(t *testing.T) {
+	abs := filepath.Join(t.TempDir(), "admin.token")
+	for _, tc := range []struct{ path, detail string }{
+		{"admin.token", `token_file "admin.token" (next to the file): no such file or directory.`},
+		{abs, `token_file "` + abs + `": no such file or directory.`},
+	} {
+		src := "http {\n  token_file = \"" + tc.path + "\"\n}\n"
+		d := findDiag(t, parseErr(t, src, Options{}), "Token file not found")
+		if d.Detail != tc.detail {
+			t.Errorf("token_file %s: detail %q, want %q", tc.path, d.Detail, tc.detail)
+		}
+	}
+}

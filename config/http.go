@@ -56,9 +56,9 @@ func (d *decoder) decodeHTTP(b *hcl.Block) *HTTP {
 		if !ok || s == "" {
 			continue
 		}
-		written := s
+		written, where := s, ""
 		if !filepath.IsAbs(s) {
-			s = filepath.Join(d.dir, s)
+			s, where = filepath.Join(d.dir, s), " (next to the file)"
 		}
 		if other, dup := files[s]; dup {
 			d.attrError(attr, "Same token file twice",
@@ -71,7 +71,7 @@ func (d *decoder) decodeHTTP(b *hcl.Block) *HTTP {
 			if errors.As(err, &pe) {
 				err = pe.Err
 			}
-			d.attrError(attr, "Token file not found", fmt.Sprintf("%s %q (next to the file): %v.", a.name, written, err))
+			d.attrError(attr, "Token file not found", fmt.Sprintf("%s %q%s: %v.", a.name, written, where, err))
 			continue
 		} else if st.IsDir() {
 			d.attrError(attr, "Token file not found", fmt.Sprintf("%s %q is a directory.", a.name, written))
