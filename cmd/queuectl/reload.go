@@ -16,11 +16,12 @@ import (
 
 // waitForStop handles SIGHUP (reload) until a stop signal arrives or the
 // store asks this service to stop.
-func (s *service) waitForStop(sigs <-chan os.Signal) {
+func (s *service) waitForStop(stops, hups <-chan os.Signal) {
 	for {
 		var sig os.Signal
 		select {
-		case sig = <-sigs:
+		case sig = <-stops:
+		case sig = <-hups:
 		case <-s.eng.StopRequested():
 			s.log.Info().Msg("stop requested")
 			sig = syscall.SIGTERM

@@ -290,10 +290,15 @@ type service struct {
 
 func (a *app) runService(ctx context.Context, o *runOptions) error {
 	// Catch signals before anything else: SIGHUP's default action would
-	// kill a service that has not yet reached its loop.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	// kill a service that has not yet reached its loop. Stop signals have
+	// a channel of their own: SIGHUPs that come while a reload runs merge
+	// into one reload, and can never fill the buffer a SIGTERM needs.
+	stops := make(chan os.Signal, 2)
+	signal.Notify(stops, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(stops)
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	defer signal.Stop(hups)
 	// Until the service works, a stop signal cancels its start, which
 	// may wait long on a database that does not answer: caught above,
 	// the signal would otherwise do nothing meanwhile.
@@ -354,8 +359,8 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 		return err
 	}, func(err error) { log.Warn().Err(err).Msg("systemd watchdog") })
 
-	s.waitForStop(sigs)
-	return s.shutdown(sigs)
+	s.waitForStop(stops, hups)
+	return s.shutdown(stops)
 }
 
 // cancelOnStop returns a context that SIGINT or SIGTERM cancels, with
@@ -394,7 +399,7 @@ func stoppedAtStart(ctx context.Context, log zerolog.Logger, err error) error {
 // shutdown stops the service after the first stop signal: no more fires
 // or pruning, then the engines drain until --grace passes or a second
 // signal comes, which stops the jobs still running.
-func (s *service) shutdown(sigs <-chan os.Signal) error {
+func (s *service) shutdown(stops <-chan os.Signal) error {
 	s.notify(sdnotify.Stopping)
 	s.stopPruning()
 	s.sched.Stop(context.Background())
@@ -408,12 +413,11 @@ func (s *service) shutdown(sigs <-chan os.Signal) error {
 		defer t.Stop()
 	}
 	go func() {
-		for sig := range sigs {
-			if sig != syscall.SIGHUP {
-				s.log.Warn().Str("signal", sig.String()).Msg("second signal: stopping running jobs")
-				cancel()
-				return
-			}
+		select {
+		case sig := <-stops:
+			s.log.Warn().Str("signal", sig.String()).Msg("second signal: stopping running jobs")
+			cancel()
+		case <-stopCtx.Done():
 		}
 	}()
 	// The second signal or the grace period reaches every engine, the

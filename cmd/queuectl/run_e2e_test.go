@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -368,6 +370,75 @@ func TestE2ECronTriggerTypoChangesNothing(t *testing.T) {
 	if _, errOut, code := c.run("worker", "start", "--retry-jitter", "2"); code != 2 || !strings.Contains(errOut, "retry-jitter") {
 		t.Fatalf("bad worker flag: exit %d %q", code, errOut)
 	}
+}
+
+// SIGHUPs that come while a reload is under way do not crowd out a SIGTERM
+// after them: the service stops. The test holds a reload by making the
+// file a FIFO that it writes only once every signal was sent.
+func TestE2ERunStopsAfterReloadsPiledUp(t *testing.T) {
+	c := newCLI(t)
+	cfg := filepath.Join(c.home, "queue.hcl")
+	body := "job \"tick\" {\n  schedule = \"@every 1h\"\n  command  = \"true\"\n}\n"
+	writeFile(t, cfg, body)
+	svc := c.startService("-c", cfg)
+
+	fifo := filepath.Join(c.home, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(fifo, cfg+".new"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(cfg+".new", cfg); err != nil {
+		t.Fatal(err)
+	}
+	svc.signal(syscall.SIGHUP)
+	var w *os.File
+	waitFor(t, "the reload to open the file", 20*time.Second, func() bool {
+		var err error
+		w, err = os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		return err == nil
+	})
+	defer w.Close()
+	// The reload now waits for the file's content. Each signal is sent
+	// once the last was delivered, so that none merges with another.
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGHUP, syscall.SIGHUP, syscall.SIGHUP,
+		syscall.SIGHUP, syscall.SIGHUP, syscall.SIGTERM} {
+		svc.signal(sig)
+		waitFor(t, "the signal to be delivered", 20*time.Second, func() bool { return !signalPending(t, svc.cmd.Process.Pid, sig) })
+	}
+	writeFile(t, cfg+".new", body)
+	if err := os.Rename(cfg+".new", cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteString(body); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if err := svc.wait(20 * time.Second); err != nil {
+		t.Fatalf("service exit: %v\n%s", err, svc.log())
+	}
+}
+
+// signalPending reports whether sig is pending for the process pid
+// (sent, not yet taken by one of its threads).
+func signalPending(t *testing.T, pid int, sig syscall.Signal) bool {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "ShdPnd:"); ok {
+			mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return mask&(1<<(uint(sig)-1)) != 0
+		}
+	}
+	t.Fatalf("no ShdPnd in /proc/%d/status", pid)
+	return false
 }
 
 // Jobs of worker slots replaced by a reload still finish before the
