@@ -59,8 +59,9 @@ type Scheduler struct {
 	cfg   Config
 	log   zerolog.Logger
 
-	mu    sync.Mutex
-	specs map[string]*cronspec.Schedule // by zone + spec
+	mu      sync.Mutex
+	specs   map[string]*cronspec.Schedule // by zone + spec
+	failing map[string]*tickFailures      // templates failing, by name
 
 	life    sync.Mutex // guards the fields below
 	started bool
@@ -83,7 +84,8 @@ func New(store Store, cfg Config) *Scheduler {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
 	}
-	return &Scheduler{store: store, cfg: cfg, log: cfg.Log.With().Str("component", "scheduler").Logger(), specs: map[string]*cronspec.Schedule{}}
+	return &Scheduler{store: store, cfg: cfg, log: cfg.Log.With().Str("component", "scheduler").Logger(), specs: map[string]*cronspec.Schedule{},
+		failing: map[string]*tickFailures{}}
 }
 
 // Start runs the scheduler loop until Stop. A second call, or one after
@@ -119,32 +121,6 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	return nil
 }
 
-// tickErrorEvery is how often a tick that keeps failing (the database
-// is away) logs its error again.
-const tickErrorEvery = time.Minute
-
-// tickFailures logs a failing tick once, then once every tickErrorEvery
-// while the failures last, and says when ticks work again: the scheduler
-// ticks every second, and an error line a second says nothing more.
-type tickFailures struct {
-	n      int
-	logged time.Time
-}
-
-func (f *tickFailures) note(log zerolog.Logger, now time.Time, err error) {
-	switch {
-	case err != nil:
-		f.n++
-		if f.n == 1 || now.Sub(f.logged) >= tickErrorEvery {
-			log.Error().Err(err).Int("failures", f.n).Msg("scheduler tick")
-			f.logged = now
-		}
-	case f.n > 0:
-		log.Info().Int("failures", f.n).Msg("scheduler ticks again")
-		f.n = 0
-	}
-}
-
 func (s *Scheduler) loop(ctx context.Context) {
 	defer close(s.done)
 	var failing tickFailures
@@ -158,7 +134,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 		}
 		next, err := s.Tick(ctx)
 		if ctx.Err() == nil {
-			failing.note(s.log, s.cfg.Clock.Now(), err)
+			failing.note(s.log, s.cfg.Clock.Now(), err, "scheduler tick", "scheduler ticks again")
 		}
 		wait := s.cfg.Tick
 		if !next.IsZero() {
@@ -187,22 +163,23 @@ func (s *Scheduler) Tick(ctx context.Context) (time.Time, error) {
 		}
 		sched, err := s.schedule(t)
 		if err != nil {
-			s.log.Error().Err(err).Str("template", t.Name).Msg("bad schedule; template skipped")
+			s.noteTemplate(t, now, err, "bad schedule; template skipped")
 			continue
 		}
-		// One template's failure must not keep the others from firing.
-		if err := s.handle(ctx, t, sched, defaults, now); err != nil {
-			if ctx.Err() != nil {
-				return next, err
-			}
-			s.log.Error().Err(err).Str("template", t.Name).Msg("fire template")
+		// One template's failure must not keep the others from firing,
+		// nor log at every tick while it lasts.
+		err = s.handle(ctx, t, sched, defaults, now)
+		if err != nil && ctx.Err() != nil {
+			return next, err
 		}
+		s.noteTemplate(t, now, err, "fire template")
 		// An "@every" template's next slot is on its grid, not an
 		// interval after now.
 		if n := NextAfter(sched, t.Cursor, now); !n.IsZero() && (next.IsZero() || n.Before(next)) {
 			next = n
 		}
 	}
+	s.forgetFailures(ts)
 	return next, nil
 }
 

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/queuectl/queuectl/internal/testutil/fakeclock"
+	"github.com/queuectl/queuectl/internal/testutil/syncbuf"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/sqlite"
 	"github.com/queuectl/queuectl/scheduler"
+	"github.com/rs/zerolog"
 )
 
 type fixture struct {
@@ -572,5 +574,31 @@ func TestCatchUpAllAfterMoreSlotsThanOneWalk(t *testing.T) {
 				t.Fatalf("cursor %v, want %v", ts[0].Cursor, back)
 			}
 		})
+	}
+}
+
+// A template that fails at every tick (here its job is one the store
+// refuses) logs its error once, then once a minute, not every second; the
+// others keep firing.
+func TestFailingTemplateLogsOncePerMinute(t *testing.T) {
+	start := utc("2026-05-01T00:00:00Z")
+	bad := tpl("bad", "* * * * * *", "UTC", func(x *queue.Template) { x.Command = strings.Repeat("x", queue.MaxArgLen+1) })
+	zone := tpl("zone", "* * * * * *", "Nowhere/Zone", nil)
+	f := newFixture(t, start, bad, zone, tpl("good", "* * * * * *", "UTC", nil))
+	var logs syncbuf.Buffer
+	s := scheduler.New(f.store, scheduler.Config{Clock: f.clock, Log: zerolog.New(&logs)})
+	f.tickEvery(s, start.Add(time.Second), start.Add(30*time.Second), time.Second)
+	out := logs.String()
+	for _, msg := range []string{"fire template", "bad schedule; template skipped"} {
+		if n := strings.Count(out, `"message":"`+msg+`"`); n != 1 {
+			t.Errorf("%d %q lines for 30 failing ticks within a minute, want 1:\n%s", n, msg, out)
+		}
+	}
+	if got := f.slots("good"); len(got) != 30 {
+		t.Errorf("good fired %d times in 30 seconds", len(got))
+	}
+	f.tick(s, start.Add(91*time.Second))
+	if n := strings.Count(logs.String(), `"message":"fire template"`); n != 2 {
+		t.Errorf("%d fire template lines after a minute, want 2", n)
 	}
 }
