@@ -100,8 +100,8 @@ func DescribeSchedule(spec string) string {
 	if when == "" || days == "" {
 		return ""
 	}
-	if days == "every day" && !strings.HasPrefix(when, "at ") {
-		return when
+	if rest, ok := strings.CutPrefix(days, "every day"); ok && !strings.HasPrefix(when, "at ") {
+		return when + rest // "every 5 minutes in December"
 	}
 	return days + " " + when
 }
@@ -169,6 +169,9 @@ func describeDays(dom, month, dow string) string {
 	}
 	if len(parts) == 0 {
 		return "every day"
+	}
+	if strings.HasPrefix(parts[0], "in ") { // only the month is restricted
+		return "every day " + parts[0]
 	}
 	return strings.Join(parts, " ")
 }

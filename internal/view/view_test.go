@@ -109,6 +109,9 @@ func TestDescribeSchedule(t *testing.T) {
 		// Day of month and day of week both restricted: either fires.
 		"0 0 13 * 5":  "on day 13 of the month and on every Friday at 00:00",
 		"0 9 1 * 1-5": "on day 1 of the month and on weekdays at 09:00",
+		// Only the month restricted: every day of it.
+		"0 0 * 1 *":    "every day in January at 00:00",
+		"*/5 * * 12 *": "every 5 minutes in December",
 	} {
 		if got := DescribeSchedule(spec); got != want {
 			t.Errorf("DescribeSchedule(%q) = %q, want %q", spec, got, want)
