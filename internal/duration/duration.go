@@ -75,6 +75,9 @@ func isDecimal(s string) bool {
 	return strings.Trim(s, "0123456789.") == "" && strings.Count(s, ".") <= 1 && strings.Trim(s, ".") != ""
 }
 
+// maxRateCount bounds a rate's COUNT.
+const maxRateCount = 1_000_000
+
 // ParseRate parses a rate limit: COUNT/PERIOD, the period "s", "m", "h" or
 // a duration ("10/s", "100/m", "1000/h", "5/30s"), with a count from 1 to
 // 1000000 and a period from 1ms to 24h. "0" and "" are no limit (0, 0).
@@ -86,7 +89,7 @@ func ParseRate(s string) (count int, per time.Duration, err error) {
 	bad := fmt.Errorf(`invalid rate limit %q: use COUNT/PERIOD, e.g. "10/s", "100/m", "1000/h" or "5/30s" ("0" for none)`, s)
 	num, unit, ok := strings.Cut(s, "/")
 	count, err = strconv.Atoi(strings.TrimSpace(num))
-	if !ok || err != nil || count < 1 || count > 1_000_000 {
+	if !ok || err != nil {
 		return 0, 0, bad
 	}
 	switch unit = strings.TrimSpace(unit); unit {
@@ -97,10 +100,16 @@ func ParseRate(s string) (count int, per time.Duration, err error) {
 	case "h":
 		per = time.Hour
 	default:
-		per, err = Parse(unit)
-		if err != nil || per < time.Millisecond || per > 24*time.Hour {
+		if per, err = Parse(unit); err != nil {
 			return 0, 0, bad
 		}
+	}
+	// Written as a rate, but out of range: say which part.
+	switch {
+	case count < 1 || count > maxRateCount:
+		return 0, 0, fmt.Errorf(`invalid rate limit %q: COUNT must be from 1 to %d ("0" for none)`, s, maxRateCount)
+	case per < time.Millisecond || per > 24*time.Hour:
+		return 0, 0, fmt.Errorf(`invalid rate limit %q: PERIOD must be from 1ms to 24h`, s)
 	}
 	return count, per, nil
 }

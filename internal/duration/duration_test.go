@@ -73,6 +73,24 @@ func TestParseRate(t *testing.T) {
 	}
 }
 
+// A rate written as COUNT/PERIOD but out of range says which part is out
+// of which range, rather than how to write a rate.
+func TestParseRateOutOfRangeSaysTheRange(t *testing.T) {
+	for in, want := range map[string]string{
+		"0/s":        "COUNT must be from 1 to 1000000",
+		"1000001/s":  "COUNT must be from 1 to 1000000",
+		"10/500us":   "PERIOD must be from 1ms to 24h",
+		"10/25h":     "PERIOD must be from 1ms to 24h",
+		"10/0s":      "PERIOD must be from 1ms to 24h",
+		"10/x":       "use COUNT/PERIOD",
+		"ten/second": "use COUNT/PERIOD",
+	} {
+		if _, _, err := ParseRate(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseRate(%q): %v, want an error saying %q", in, err, want)
+		}
+	}
+}
+
 // FuzzParse: Parse never panics, names the input when it refuses it, and
 // reads back what time.Duration's String writes for a value it accepted.
 func FuzzParse(f *testing.F) {
