@@ -315,6 +315,12 @@ func (f fireTx) JobByFireKey(ctx context.Context, key string) (string, bool, err
 	return id, err == nil, err
 }
 
+func (f fireTx) IDTaken(ctx context.Context, id string) (bool, error) {
+	var taken bool
+	err := f.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1)`, id).Scan(&taken)
+	return taken, err
+}
+
 func (f fireTx) HasJobIn(ctx context.Context, template string, states []queue.State) (bool, error) {
 	var id string
 	err := f.tx.QueryRow(ctx, `SELECT id FROM jobs WHERE template = $1 AND state = ANY($2) LIMIT 1`,

@@ -284,6 +284,12 @@ func (f fireTx) JobByFireKey(ctx context.Context, key string) (string, bool, err
 	return id, err == nil, err
 }
 
+func (f fireTx) IDTaken(ctx context.Context, id string) (bool, error) {
+	var taken bool
+	err := f.tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = ?)`, id).Scan(&taken)
+	return taken, err
+}
+
 func (f fireTx) HasJobIn(ctx context.Context, template string, states []queue.State) (bool, error) {
 	args := []any{template}
 	for _, st := range states {

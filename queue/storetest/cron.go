@@ -490,3 +490,29 @@ func ApplyConfigFailingLate(t *testing.T, s queue.Store, refused *queue.Template
 		t.Fatalf("controls after the failed apply: %+v %v; want mail's alone", cs, err)
 	}
 }
+
+// testFireIDTaken: a slot whose job id another job holds (not this slot's
+// fire: a copy, say) still fires, under an id of its own, exactly once.
+func testFireIDTaken(t *testing.T, open Opener) {
+	s := open(t)
+	tpl := template("nightly", queue.OverlapAllow)
+	if err := s.ApplyTemplates(ctx(t), []*queue.Template{tpl}, t0); err != nil {
+		t.Fatal(err)
+	}
+	slot := t0.Add(time.Minute)
+	p := fireParams(t, tpl, queue.FireCron, slot)
+	p.Job.ID = "nightly-slot"
+	insert(t, s, job(t, "nightly-slot", nil)) // not a fire
+	res, err := s.FireTemplate(ctx(t), p)
+	if err != nil || !res.Fired || res.JobID == "" || res.JobID == "nightly-slot" {
+		t.Fatalf("fire of a slot whose id is taken: %+v %v; want fired under another id", res, err)
+	}
+	if got := get(t, s, res.JobID); got.Template != "nightly" {
+		t.Fatalf("the fired job: %+v", got)
+	}
+	again := fireParams(t, tpl, queue.FireCron, slot)
+	again.Job.ID = "nightly-slot"
+	if res2, err := s.FireTemplate(ctx(t), again); err != nil || res2.Fired || res2.JobID != res.JobID {
+		t.Fatalf("the same slot again: %+v %v; want the job fired before, %s", res2, err, res.JobID)
+	}
+}

@@ -61,6 +61,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"CountsFollowChanges", testCountsFollowChanges},
 		{"ApplyTemplates", testApplyTemplates},
 		{"FireOncePerSlot", testFireOncePerSlot},
+		{"FireIDTaken", testFireIDTaken},
 		{"Overlap", testOverlap},
 		{"Queues", testQueues},
 		{"ApplyConcurrently", testApplyConcurrently},

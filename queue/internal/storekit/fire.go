@@ -34,6 +34,8 @@ type FireTx interface {
 	// InsertJob inserts the slot's job under its fire key (and makes it
 	// known to idle workers if the store signals within the transaction).
 	InsertJob(ctx context.Context, j *queue.Job, fireKey string) error
+	// IDTaken reports whether a job with this id exists.
+	IDTaken(ctx context.Context, id string) (bool, error)
 }
 
 // Fire handles one fire of a template in tx: exactly one job per slot
@@ -100,6 +102,17 @@ func act(ctx context.Context, tx FireTx, p queue.FireParams, key string, a queue
 	case queue.FireSkip:
 		res.Skipped = true
 		return nil
+	}
+	// The slot's usual id may be another job's, one not fired (its fire
+	// key was not found): a copy made by enqueue --file, say. Refusing
+	// it would block the template at this slot for ever: the job takes
+	// an id of its own instead.
+	taken, err := tx.IDTaken(ctx, p.Job.ID)
+	if err != nil {
+		return err
+	}
+	if taken {
+		p.Job.ID = queue.NewID()
 	}
 	if err := tx.InsertJob(ctx, p.Job, key); err != nil {
 		return err
