@@ -70,7 +70,7 @@ func (a *app) readTemplates(ctx context.Context, st queue.Store, apply bool) ([]
 		return nil, err
 	}
 	if apply {
-		if _, err := applyFile(ctx, st, f, a.now()); err != nil {
+		if _, _, err := applyFile(ctx, st, f, nil, a.now()); err != nil {
 			return nil, err
 		}
 		if stored, err = st.Templates(ctx); err != nil {

@@ -129,8 +129,11 @@ func hookTimeout(d *time.Duration) time.Duration {
 // applyFile writes the file's queues, their limits and its templates to
 // the store, in one transaction: a failure changes nothing, and the
 // service keeps the file it had. It returns the stored controls of the
-// declared queues whose limits it changed, as they were before.
-func applyFile(ctx context.Context, st queue.Store, f *config.File, now time.Time) (replaced []queue.QueueControl, err error) {
+// declared queues whose limits it changed, as they were before. prev is
+// the file applied before (nil at a start): a queue it declared with
+// limits that f no longer declares has them released, unless they were
+// changed since (queue set); released names those queues.
+func applyFile(ctx context.Context, st queue.Store, f, prev *config.File, now time.Time) (replaced []queue.QueueControl, released []string, err error) {
 	var limits []queue.ControlUpdate
 	for _, q := range f.Queues {
 		if q.Implicit {
@@ -141,16 +144,52 @@ func applyFile(ctx context.Context, st queue.Store, f *config.File, now time.Tim
 		rate := fileRate(q)
 		limits = append(limits, queue.ControlUpdate{Names: []string{q.Name}, MaxRunning: &q.MaxRunning, Rate: &rate})
 	}
+	drop, err := droppedLimits(ctx, st, f, prev)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, name := range drop {
+		none, noRate := 0, queue.RateLimit{}
+		limits = append(limits, queue.ControlUpdate{Names: []string{name}, MaxRunning: &none, Rate: &noRate})
+	}
 	before, err := st.ApplyConfig(ctx, queue.ConfigApply{Queues: queueConfigs(f), Limits: limits, Templates: templates(f), Now: now})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	for _, u := range limits {
+	for _, u := range limits[:len(limits)-len(drop)] {
 		if c, ok := controlOf(before, u.Names[0]); ok && (c.MaxRunning != *u.MaxRunning || !sameRate(c.Rate, *u.Rate)) {
 			replaced = append(replaced, c)
 		}
 	}
-	return replaced, nil
+	return replaced, drop, nil
+}
+
+// droppedLimits names the queues prev declared with limits that f no
+// longer declares and whose stored limits are still prev's.
+func droppedLimits(ctx context.Context, st queue.Store, f, prev *config.File) ([]string, error) {
+	if prev == nil {
+		return nil, nil
+	}
+	var gone []config.Queue
+	for _, q := range prev.Queues {
+		if _, still := declaredQueue(f, q.Name); !q.Implicit && !still && (q.MaxRunning > 0 || q.RateCount > 0) {
+			gone = append(gone, q)
+		}
+	}
+	if len(gone) == 0 {
+		return nil, nil
+	}
+	stored, err := st.QueueControls(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, q := range gone {
+		if c, ok := controlOf(stored, q.Name); ok && c.MaxRunning == q.MaxRunning && sameRate(c.Rate, fileRate(q)) {
+			names = append(names, q.Name)
+		}
+	}
+	return names, nil
 }
 
 // controlOf finds a queue's stored control.
@@ -438,9 +477,12 @@ func (s *service) shutdown(stops <-chan os.Signal) error {
 // start, limits stored by a queue set or an earlier file (a queue only
 // paused has none).
 func (s *service) apply(ctx context.Context, f *config.File) (overridden []string, err error) {
-	replaced, err := applyFile(ctx, s.st, f, s.a.now())
+	replaced, released, err := applyFile(ctx, s.st, f, s.file, s.a.now())
 	if err != nil {
 		return nil, err
+	}
+	if released != nil {
+		s.log.Info().Strs("queues", released).Msg("limits of queues no longer declared released")
 	}
 	for _, c := range replaced {
 		if s.file == nil && !c.Limited() || fileChangedLimits(s.file, f, c.Name) {

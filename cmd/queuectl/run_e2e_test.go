@@ -574,6 +574,36 @@ func TestE2EWorkerStopLeavesServiceRunning(t *testing.T) {
 	c.waitState("after", "completed", 20*time.Second)
 }
 
+// A reload of a file that no longer declares a queue releases the limits
+// the file gave it, unless a queue set changed them since.
+func TestE2EReloadReleasesLimitsOfQueuesDropped(t *testing.T) {
+	c := newCLI(t)
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, "queue \"a\" {\n  max_running = 2\n}\nqueue \"b\" {\n  rate_limit = \"10/m\"\n}\n")
+	svc := c.startService("-c", cfg)
+	c.ok("queue", "set", "b", "--rate-limit", "20/m") // changed since: kept
+	writeFile(t, cfg, "queue \"other\" {}\n")
+	svc.signal(syscall.SIGHUP)
+	waitFor(t, "the reload", 20*time.Second, func() bool { return strings.Contains(svc.log(), "configuration reloaded") })
+	if !regexp.MustCompile(`"queues":\["a"\],[^\n]*"message":"limits of queues no longer declared released"`).MatchString(svc.log()) {
+		t.Fatalf("no line naming the queue whose limits went:\n%s", svc.log())
+	}
+	var qs []struct {
+		Name       string  `json:"name"`
+		MaxRunning int     `json:"max_running"`
+		RateLimit  *string `json:"rate_limit"`
+	}
+	json.Unmarshal([]byte(c.ok("queue", "list", "--json")), &qs)
+	for _, q := range qs {
+		switch {
+		case q.Name == "a" && q.MaxRunning != 0:
+			t.Errorf("a, no longer declared, still runs %d at most", q.MaxRunning)
+		case q.Name == "b" && (q.RateLimit == nil || *q.RateLimit != "20/m"):
+			t.Errorf("b's rate, set by queue set since, is %v; want 20/m kept", q.RateLimit)
+		}
+	}
+}
+
 // A service started with --var for a variable the file later drops still
 // reloads the file, with a warning naming the variable; a start with it
 // is refused as before.
