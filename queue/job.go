@@ -81,6 +81,10 @@ var (
 	// ErrReadOnly: the store was opened on a database it cannot write
 	// (a read-only file or directory); every write fails with it.
 	ErrReadOnly = errors.New("database is read-only")
+	// ErrUnavailable: the database cannot take a change for now (it
+	// stayed locked by another process, its disk is full); nothing was
+	// changed, and the same request may succeed later.
+	ErrUnavailable = errors.New("database unavailable")
 )
 
 // JobError is an error about one job of those a call stores, naming it.

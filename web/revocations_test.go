@@ -361,3 +361,26 @@ func TestActionsOnAReadOnlyDatabase(t *testing.T) {
 	}
 	h.must(req{path: "/api/v1/jobs/j", token: viewerToken}, http.StatusOK)
 }
+
+// A database whose disk is full answers an action 503 unavailable saying
+// to try again, a state that passes rather than an internal error, and
+// changes nothing.
+func TestActionsOnAFullDisk(t *testing.T) {
+	dir := testfs.Small(t, "8m")
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "queue.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h := newHarness(t, st, adminToken, viewerToken)
+	h.enqueue(`{"id": "j", "command": "true"}`)
+	testfs.Fill(t, filepath.Join(dir, "filler"))
+	e := errCode(t, h.must(req{method: "POST", path: "/api/v1/jobs", token: adminToken,
+		body: `{"command":"` + strings.Repeat("x", 64<<10) + `"}`}, http.StatusServiceUnavailable))
+	if e.Code != codeUnavailable || !strings.Contains(e.Message, "try again") {
+		t.Errorf("enqueue on a full disk: %+v", e)
+	}
+	if jobs, err := st.ListJobs(context.Background(), queue.ListParams{}); err != nil || len(jobs) != 1 {
+		t.Errorf("jobs after the refused enqueue: %d, %v", len(jobs), err)
+	}
+}

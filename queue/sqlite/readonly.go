@@ -34,8 +34,15 @@ import (
 // Why a store is read-only; every write fails with it.
 var (
 	errReadOnly = queue.ErrReadOnly
-	errDiskFull = errors.New("disk full")
+	errDiskFull = unavailable("disk full")
 )
+
+// unavailable is an error that is queue.ErrUnavailable without saying so
+// in its message.
+type unavailable string
+
+func (u unavailable) Error() string        { return string(u) }
+func (u unavailable) Is(target error) bool { return target == queue.ErrUnavailable }
 
 // writable reports whether SQLite can write the database at path: the file
 // must be writable, and so must the directory unless the -wal and -shm

@@ -262,7 +262,7 @@ func (s *Store) syncLog(log *os.File) error {
 // stayedBusy is a write's error when another process kept the lock for
 // all of busyWait.
 func stayedBusy(err error) error {
-	return fmt.Errorf("database stayed busy (locked by another process) for %s: %w", busyWait, err)
+	return fmt.Errorf("%w for %s: %w", unavailable("database stayed busy (locked by another process)"), busyWait, err)
 }
 
 func (s *Store) tryWrite(ctx context.Context, asked time.Time, fn func(ctx context.Context, tx *sql.Tx) error) error {
