@@ -643,8 +643,8 @@ func TestHugeWholeNumberNamesItsRange(t *testing.T) {
 	for _, tc := range []struct{ src, detail string }{
 		{"defaults {\n  max_retries = 1e12\n}", "max_retries must be from 0 to 1000, got 1e+12."},
 		{"queue \"q\" {\n  max_running = -1e12\n}", "max_running must be from 0 (no limit) to 1000000, got -1e+12."},
-		{"queue \"q\" {\n  concurrency = 1e12\n}", "concurrency must be at most 2147483647, got 1e+12."},
-		{"queue \"q\" {\n  concurrency = -1e12\n}", "concurrency must be at least 1, got -1e+12."},
+		{"queue \"q\" {\n  concurrency = 1e12\n}", "concurrency must be from 1 to 1000, got 1e+12."},
+		{"queue \"q\" {\n  concurrency = -1e12\n}", "concurrency must be from 1 to 1000, got -1e+12."},
 	} {
 		d := findDiag(t, parseErr(t, tc.src, Options{}), "Number out of range")
 		if d.Detail != tc.detail {

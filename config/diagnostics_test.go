@@ -214,7 +214,7 @@ func TestWriteDiagnosticsReadsFilesFromDisk(t *testing.T) {
 		"Error: Invalid concurrency",
 		"on " + path + " line 2, column 17, in queue \"q\":",
 		"   2:   concurrency = 0",
-		"concurrency must be at least 1, got 0.",
+		"concurrency must be from 1 to 1000, got 0.",
 	} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, buf.String())

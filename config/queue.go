@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -17,7 +16,7 @@ func (d *decoder) decodeQueue(b *hcl.Block, seen map[string]hcl.Range) (q Queue,
 	d.diags = append(d.diags, diags...)
 	q = Queue{Name: b.Labels[0], Concurrency: DefaultConcurrency}
 	if attr, found := content.Attributes["concurrency"]; found {
-		if n, valid := d.intIn(attr, 1, math.MaxInt, "at least 1"); valid {
+		if n, valid := d.intIn(attr, 1, MaxConcurrency, fmt.Sprintf("from 1 to %d", MaxConcurrency)); valid {
 			q.Concurrency = n
 		}
 	}
@@ -48,3 +47,7 @@ func (d *decoder) queueLimits(q *Queue, attrs hcl.Attributes) {
 
 // maxRunningLimit bounds max_running, as the CLI does.
 const maxRunningLimit = 1_000_000
+
+// MaxConcurrency bounds the slots of one queue of a service, as it bounds
+// worker start --concurrency: each slot may hold a shell.
+const MaxConcurrency = 1000

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queuectl/queuectl/config"
 	"github.com/queuectl/queuectl/executor"
 	"github.com/queuectl/queuectl/internal/proc"
 	"github.com/queuectl/queuectl/internal/supervise"
@@ -232,7 +233,7 @@ func (a *app) runWorker(ctx context.Context, o *workerOptions) error {
 }
 
 // maxConcurrency bounds --concurrency: each slot may hold a shell.
-const maxConcurrency = 1000
+const maxConcurrency = config.MaxConcurrency
 
 // maxCount bounds --count: each worker is a process with its own
 // connections to the database, and a mistyped count would otherwise start
