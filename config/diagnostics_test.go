@@ -259,6 +259,17 @@ func TestCatchUpAllWithSkipWarns(t *testing.T) {
 	}
 }
 
+// catch_up = "all" with unique = true drops the caught-up runs too: the
+// same warning, saying why.
+func TestCatchUpAllWithUniqueWarns(t *testing.T) {
+	f, diags, rendered := parseTestdata(t, "catch_up_all_unique")
+	checkGolden(t, "catch_up_all_unique", rendered)
+	if f == nil || diags.HasErrors() || len(diags) != 1 || diags[0].Severity != hcl.DiagWarning ||
+		diags[0].Summary != "Caught-up runs would be skipped" || !strings.Contains(diags[0].Detail, "unique = true") {
+		t.Fatalf("want one warning naming unique and a file, got %v", diags)
+	}
+}
+
 // A token file is looked for next to the configuration file only when its
 // path is relative; the error for an absolute one does not say so.
 func TestTokenFileNotFoundSaysWhereItLooked(t *testing.T) {

@@ -121,12 +121,6 @@ func (d *decoder) jobPolicy(j *Job, attrs hcl.Attributes) {
 			j.CatchUp = s
 		}
 	}
-	if attr, found := attrs["catch_up"]; found && j.CatchUp == CatchUpAll && j.Overlap == OverlapSkip {
-		d.attrWarning(attr, "Caught-up runs would be skipped",
-			`With overlap = "skip" (the default), each caught-up run finds the one before it still pending and `+
-				`is dropped, so catch_up = "all" fires one run, not one per missed time. Set overlap = "allow" to run `+
-				`them all, or catch_up = "latest".`)
-	}
 	if attr, found := attrs["max_catch_up"]; found {
 		if n, valid := d.intIn(attr, 1, math.MaxInt, "at least 1"); valid {
 			j.MaxCatchUp = n
@@ -150,6 +144,20 @@ func (d *decoder) jobPolicy(j *Job, attrs hcl.Attributes) {
 	if attr, found := attrs["unique"]; found {
 		if v, valid := d.boolean(attr); valid {
 			j.Unique = v
+		}
+	}
+	if attr, found := attrs["catch_up"]; found && j.CatchUp == CatchUpAll {
+		switch {
+		case j.Overlap == OverlapSkip:
+			d.attrWarning(attr, "Caught-up runs would be skipped",
+				`With overlap = "skip" (the default), each caught-up run finds the one before it still pending and `+
+					`is dropped, so catch_up = "all" fires one run, not one per missed time. Set overlap = "allow" to run `+
+					`them all, or catch_up = "latest".`)
+		case j.Unique:
+			d.attrWarning(attr, "Caught-up runs would be skipped",
+				`With unique = true, each caught-up run finds the one before it still pending and is skipped, `+
+					`so catch_up = "all" fires one run, not one per missed time. Set unique = false to run them all, `+
+					`or catch_up = "latest".`)
 		}
 	}
 	if attr, found := attrs["enabled"]; found {
