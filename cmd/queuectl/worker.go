@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/queuectl/queuectl/config"
@@ -342,13 +343,13 @@ func (a *app) startWorkers(cmd *cobra.Command, o *workerOptions, count int, fore
 	for range count {
 		c, outPath, err := supervise.StartDetached(self, append(args, "--log-format", "json", "--log-dir", logDir), env, logDir)
 		if err != nil {
-			return err
+			return stopStarted(children, err)
 		}
 		children = append(children, c)
 		outs = append(outs, outPath)
 	}
 	if err := supervise.WaitRegistered(ctx, st, children, outs); err != nil {
-		return err
+		return stopStarted(children, err)
 	}
 	for _, c := range children {
 		fmt.Fprintln(a.stdout, c.Process.Pid)
@@ -356,6 +357,23 @@ func (a *app) startWorkers(cmd *cobra.Command, o *workerOptions, count int, fore
 	}
 	fmt.Fprintf(a.stderr, "started %d worker(s) on %s; logs in %s\n", count, redactDSN(dsn), logDir)
 	return nil
+}
+
+// stopStarted makes worker start all or none: when one worker fails to
+// start (err), the children started are stopped (SIGTERM: they drain), so
+// that running the command again does not leave more workers than asked
+// for. It returns err, saying how many it stopped.
+func stopStarted(children []*exec.Cmd, err error) error {
+	n := 0
+	for _, c := range children {
+		if c.Process.Signal(syscall.SIGTERM) == nil { // not if it exited
+			n++
+		}
+	}
+	if n == 0 {
+		return err
+	}
+	return fmt.Errorf("%w; stopped the %d worker(s) started with it", err, n)
 }
 
 func (a *app) workerStopCmd() *cobra.Command {
