@@ -231,15 +231,8 @@ func TestEventStreamEndsWhenTheDatabaseStopsAnswering(t *testing.T) {
 	st := openSQLite(t)
 	newHarness(t, st, adminToken, viewerToken).enqueue(`{"id": "later", "command": "true", "run_at": "+1h"}`)
 	h := newHarness(t, stallingStore{st, new(atomic.Int32)}, adminToken, viewerToken)
-	ctx, cancel := context.WithCancel(context.Background()) // the client, who gives up after 5s
-	defer cancel()
-	giveUp := time.AfterFunc(5*time.Second, cancel)
-	r := httptest.NewRequestWithContext(ctx, "GET", "/api/v1/jobs/later/events", nil)
-	r.Host, r.RemoteAddr = "127.0.0.1:8080", "127.0.0.1:5555"
-	r.Header.Set("Authorization", "Bearer "+viewerToken)
-	rec := httptest.NewRecorder()
-	h.srv.Handler().ServeHTTP(rec, r)
-	if !giveUp.Stop() || !strings.Contains(rec.Body.String(), "event: end\ndata: {\"error\":\"unavailable\"}") {
+	rec, ended := serveWithin(h, "GET", "/api/v1/jobs/later/events", 5*time.Second)
+	if !ended || !strings.Contains(rec.Body.String(), "event: end\ndata: {\"error\":\"unavailable\"}") {
 		t.Errorf("the stream after the database stopped answering:\n%s", rec.Body.String())
 	}
 }
@@ -255,15 +248,7 @@ func TestHeadOfAStreamEnds(t *testing.T) {
 		"/api/v1/jobs/later/events":          "text/event-stream",
 		"/api/v1/jobs/later/output?follow=1": "text/plain; charset=utf-8",
 	} {
-		ctx, cancel := context.WithCancel(context.Background()) // the client, who gives up after 5s
-		giveUp := time.AfterFunc(5*time.Second, cancel)
-		r := httptest.NewRequestWithContext(ctx, "HEAD", path, nil)
-		r.Host, r.RemoteAddr = "127.0.0.1:8080", "127.0.0.1:5555"
-		r.Header.Set("Authorization", "Bearer "+viewerToken)
-		rec := httptest.NewRecorder()
-		h.srv.Handler().ServeHTTP(rec, r)
-		ended := giveUp.Stop()
-		cancel()
+		rec, ended := serveWithin(h, "HEAD", path, 5*time.Second)
 		if !ended || rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != contentType {
 			t.Errorf("HEAD %s: ended %v, %d %q", path, ended, rec.Code, rec.Header().Get("Content-Type"))
 		}
@@ -277,15 +262,22 @@ func TestFollowedOutputEndsWhenTheDatabaseStopsAnswering(t *testing.T) {
 	st := openSQLite(t)
 	newHarness(t, st, adminToken, viewerToken).enqueue(`{"id": "later", "command": "true", "run_at": "+1h"}`)
 	h := newHarness(t, stallingStore{st, new(atomic.Int32)}, adminToken, viewerToken)
-	ctx, cancel := context.WithCancel(context.Background()) // the client, who gives up after 5s
-	defer cancel()
-	giveUp := time.AfterFunc(5*time.Second, cancel)
-	r := httptest.NewRequestWithContext(ctx, "GET", "/api/v1/jobs/later/output?follow=1", nil)
-	r.Host, r.RemoteAddr = "127.0.0.1:8080", "127.0.0.1:5555"
-	r.Header.Set("Authorization", "Bearer "+viewerToken)
-	rec := httptest.NewRecorder()
-	h.srv.Handler().ServeHTTP(rec, r)
-	if !giveUp.Stop() || rec.Code != http.StatusOK {
+	rec, ended := serveWithin(h, "GET", "/api/v1/jobs/later/output?follow=1", 5*time.Second)
+	if !ended || rec.Code != http.StatusOK {
 		t.Errorf("the followed output after the database stopped answering: %d %q", rec.Code, rec.Body.String())
 	}
+}
+
+// serveWithin serves a viewer's request from a client that gives up after
+// within; ended is false when the server had not answered by then.
+func serveWithin(h *harness, method, path string, within time.Duration) (rec *httptest.ResponseRecorder, ended bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	giveUp := time.AfterFunc(within, cancel)
+	r := httptest.NewRequestWithContext(ctx, method, path, nil)
+	r.Host, r.RemoteAddr = "127.0.0.1:8080", "127.0.0.1:5555"
+	r.Header.Set("Authorization", "Bearer "+viewerToken)
+	rec = httptest.NewRecorder()
+	h.srv.Handler().ServeHTTP(rec, r)
+	return rec, giveUp.Stop()
 }

@@ -310,20 +310,7 @@ func openStream(t *testing.T, url string, c *http.Cookie) *http.Response {
 // cannot be recorded, nor would signing out again: it ends the session in
 // this process and clears the cookie rather than offering a retry.
 func TestSignOutOnAReadOnlyDatabase(t *testing.T) {
-	dir := testfs.Small(t, "8m")
-	path := filepath.Join(dir, "queue.db")
-	st, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	testfs.ReadOnly(t, dir)
-	ro, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ro.Close() })
-	h := newHarness(t, ro, adminToken, viewerToken)
+	h := readOnlyHarness(t, func(*harness) {})
 	c := h.signIn(viewerToken)
 	h.signOut(c) // a redirect to sign in, the cookie cleared
 	h.must(req{path: "/api/v1/status", cookies: []*http.Cookie{c}}, http.StatusUnauthorized)
@@ -333,21 +320,7 @@ func TestSignOutOnAReadOnlyDatabase(t *testing.T) {
 // action 503 unavailable saying the database is read-only, a known state
 // rather than an internal error, and still answers reads.
 func TestActionsOnAReadOnlyDatabase(t *testing.T) {
-	dir := testfs.Small(t, "8m")
-	path := filepath.Join(dir, "queue.db")
-	st, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newHarness(t, st, adminToken, viewerToken).enqueue(`{"id": "j", "command": "true"}`)
-	st.Close()
-	testfs.ReadOnly(t, dir)
-	ro, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ro.Close() })
-	h := newHarness(t, ro, adminToken, viewerToken)
+	h := readOnlyHarness(t, func(h *harness) { h.enqueue(`{"id": "j", "command": "true"}`) })
 	for _, r := range []req{
 		{method: "POST", path: "/api/v1/jobs", body: `{"command":"true"}`},
 		{method: "POST", path: "/api/v1/jobs/j/cancel"},
@@ -383,4 +356,25 @@ func TestActionsOnAFullDisk(t *testing.T) {
 	if jobs, err := st.ListJobs(context.Background(), queue.ListParams{}); err != nil || len(jobs) != 1 {
 		t.Errorf("jobs after the refused enqueue: %d, %v", len(jobs), err)
 	}
+}
+
+// readOnlyHarness is a harness on a SQLite database that seed filled, on a
+// filesystem then made read-only: the store opens it to be read only.
+func readOnlyHarness(t *testing.T, seed func(*harness)) *harness {
+	t.Helper()
+	dir := testfs.Small(t, "8m")
+	path := filepath.Join(dir, "queue.db")
+	st, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed(newHarness(t, st, adminToken, viewerToken))
+	st.Close()
+	testfs.ReadOnly(t, dir)
+	ro, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ro.Close() })
+	return newHarness(t, ro, adminToken, viewerToken)
 }
