@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -94,7 +95,8 @@ func listParams(q url.Values, now time.Time) (queue.ListParams, error) {
 	if len(p.Search) > maxSearch {
 		return p, bad("q", "q: at most %d bytes", maxSearch)
 	}
-	labels, err := queue.ParseLabels(q["label"])
+	// An empty label= is no filter, as an empty q= or queue= is.
+	labels, err := queue.ParseLabels(slices.DeleteFunc(slices.Clone(q["label"]), func(l string) bool { return l == "" }))
 	if err != nil {
 		return p, bad("label", "%s", err)
 	}

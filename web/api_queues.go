@@ -200,6 +200,13 @@ func (s *Server) apiWaitJob(_ http.ResponseWriter, r *http.Request) (any, error)
 		limit = d
 	}
 	id := r.PathValue("id")
+	if r.Method == http.MethodHead { // no body to wait for: the headers at once
+		j, err := s.cfg.Store.GetJob(r.Context(), id)
+		if err != nil {
+			return nil, err
+		}
+		return waitResult{Final: j.State.Finished(), Job: j}, nil
+	}
 	waiting, stop := untilShutdown(r) // a shutdown ends the wait as the time running out does
 	defer stop()
 	ctx, cancel := context.WithTimeout(waiting, limit)

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/queuectl/queuectl/internal/view"
 	"github.com/queuectl/queuectl/queue"
@@ -98,6 +99,10 @@ func TestQueueKnownOnlyByItsControl(t *testing.T) {
 func TestWaitEndpoint(t *testing.T) {
 	h := tokens(t)
 	h.enqueue(`{"id":"a","command":"true"}`)
+	// HEAD has no body to wait for: it answers at once.
+	if rec, ended := serveWithin(h, "HEAD", "/api/v1/jobs/a/wait", 5*time.Second); !ended || rec.Code != http.StatusOK {
+		t.Errorf("HEAD of a wait on a pending job: ended %v, %d", ended, rec.Code)
+	}
 	got := decode[waitResult](t, h.must(req{path: "/api/v1/jobs/a/wait?timeout=50ms", token: viewerToken}, http.StatusOK))
 	if got.Final || got.Job == nil || got.Job.State != queue.StatePending {
 		t.Errorf("wait on a pending job = %+v; want not final", got)

@@ -223,6 +223,9 @@ func TestJobListFiltersAndPagesStably(t *testing.T) {
 			if got := list("label=mod%3Dm0&label=mod%3Dm0&queue=q0"); got != "j6 j0" {
 				t.Errorf("a label given twice alike: %q", got)
 			}
+			if got := list("label=&queue=q0"); got != list("queue=q0") {
+				t.Errorf("an empty label filter is not no filter: %q", got)
+			}
 			for _, q := range []string{"state=sleeping", "limit=0", "limit=501", "after=nope", "label=mod", labels(queue.MaxLabels + 1), labels(1000),
 				"label=mod%3Dm0&label=mod%3Dm1"} {
 				if e := errCode(t, h.must(req{path: "/api/v1/jobs?" + q, token: viewerToken}, http.StatusBadRequest)); e.Code != codeInvalid || e.Field == "" {
