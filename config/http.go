@@ -37,7 +37,7 @@ func (d *decoder) decodeHTTP(b *hcl.Block) *HTTP {
 	if attr, ok := content.Attributes["listen"]; ok {
 		if s, ok := d.str(attr); ok {
 			if err := CheckListen(s); err != nil {
-				d.attrError(attr, "Invalid listen address", err.Error())
+				d.attrError(attr, "Invalid listen address", err.Error()+".")
 			} else {
 				h.Listen = s
 			}
