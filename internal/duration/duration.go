@@ -20,6 +20,9 @@ func Parse(s string) (time.Duration, error) {
 	bad := func() (time.Duration, error) {
 		return 0, fmt.Errorf(`invalid duration %q: use a number with a unit, e.g. "90s", "10m", "1h30m", "1d" or "1d12h", or a number of seconds`, s)
 	}
+	tooLong := func() (time.Duration, error) {
+		return 0, fmt.Errorf("duration %q is too long: at most about 106751d", s)
+	}
 	body, neg := strings.TrimSpace(s), false
 	if body != "" && (body[0] == '-' || body[0] == '+') {
 		neg, body = body[0] == '-', body[1:]
@@ -29,8 +32,11 @@ func Parse(s string) (time.Duration, error) {
 	switch {
 	case isDecimal(body): // seconds
 		secs, err := strconv.ParseFloat(body, 64)
-		if err != nil || secs*float64(time.Second) >= math.MaxInt64 {
+		if err != nil {
 			return bad()
+		}
+		if secs*float64(time.Second) >= math.MaxInt64 {
+			return tooLong()
 		}
 		d = time.Duration(math.Round(secs * float64(time.Second)))
 	case !hasDays:
@@ -48,7 +54,10 @@ func Parse(s string) (time.Duration, error) {
 		}
 		// Parsing "N" as hours reuses Go's number handling, fractions included.
 		hours, err := time.ParseDuration(daysPart + "h")
-		if err != nil || hours > math.MaxInt64/24 {
+		if err != nil && isDecimal(daysPart) || hours > math.MaxInt64/24 {
+			return tooLong() // a plain number of days Go's hours cannot hold
+		}
+		if err != nil {
 			return bad()
 		}
 		d = hours * 24
@@ -57,8 +66,11 @@ func Parse(s string) (time.Duration, error) {
 				return bad()
 			}
 			r, err := time.ParseDuration(rest)
-			if err != nil || r > math.MaxInt64-d {
+			if err != nil {
 				return bad()
+			}
+			if r > math.MaxInt64-d {
+				return tooLong()
 			}
 			d += r
 		}

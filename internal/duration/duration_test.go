@@ -46,6 +46,19 @@ func TestParseRefuses(t *testing.T) {
 	}
 }
 
+// A value that reads as a duration but is too long says so, not that it
+// is no duration.
+func TestParseTooLongSaysSo(t *testing.T) {
+	for _, in := range []string{"9999999999999", "106752d", "200000d", "106751d24h", "99999999999999999999d"} {
+		if _, err := Parse(in); err == nil || !strings.Contains(err.Error(), "is too long") {
+			t.Errorf("Parse(%q): %v; want too long", in, err)
+		}
+	}
+	if _, err := Parse("1x"); err == nil || strings.Contains(err.Error(), "too long") {
+		t.Errorf(`Parse("1x"): %v; want invalid, not too long`, err)
+	}
+}
+
 func TestParseRate(t *testing.T) {
 	for _, tc := range []struct {
 		in    string
