@@ -236,11 +236,11 @@ func (c *chunk) reset() *chunk {
 var errFound = errors.New("found")
 
 // lineOf finds where ("line 12", "item 3") the file at path holds the job
-// with id, reading it again; "" when it cannot (standard input, a file
-// changed meanwhile).
+// with id, reading it again; "" when it cannot (standard input, a pipe, a
+// file changed meanwhile).
 func lineOf(path, id string) string {
-	if path == "-" {
-		return ""
+	if fi, err := os.Stat(path); path == "-" || err != nil || !fi.Mode().IsRegular() {
+		return "" // a pipe read again would wait for a writer for ever
 	}
 	f, err := os.Open(path)
 	if err != nil {

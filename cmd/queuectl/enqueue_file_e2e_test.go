@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -230,5 +231,33 @@ func TestE2EEnqueueFileOfListJSONWithAfter(t *testing.T) {
 		if j := c.job(id); j.State+" "+strings.Join(j.After, " ") != want {
 			t.Errorf("%s: %s after %v, want %s", id, j.State, j.After, want)
 		}
+	}
+}
+
+// A file read from a pipe that names a job it never holds is refused once
+// the import commits, without reading the pipe again (which would wait for
+// a writer for ever).
+func TestE2EEnqueueFileFromAPipeNamingAMissingJob(t *testing.T) {
+	c := newCLI(t)
+	fifo := filepath.Join(t.TempDir(), "jobs.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		f.WriteString(`{"id":"a","command":"true","after":["later"]}` + "\n")
+		f.Close()
+	}()
+	cmd := c.cmd("enqueue", "--file", fifo)
+	timer := time.AfterFunc(20*time.Second, func() { cmd.Process.Kill() })
+	_, errOut, code := runProcess(t, cmd)
+	if !timer.Stop() {
+		t.Fatal("the import of a pipe hung after its commit was refused")
+	}
+	if code != 2 || !strings.Contains(errOut, `job "a"`) || !strings.Contains(errOut, `no job "later"`) {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }

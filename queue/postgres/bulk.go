@@ -46,8 +46,9 @@ type bulkImport struct {
 	done bool
 	// chunks runs each chunk's COPY while the caller reads the next.
 	chunks storekit.Chunks
-	// waiting: some job went in waiting; their ids are in import_waiting,
-	// a temporary table dropped at commit.
+	// waiting: some job with dependencies was staged; their ids are in
+	// import_waiting, a temporary table dropped at commit (the commit
+	// settles those of them that wait).
 	waiting bool
 	// aliases are the jobs not staged because their unique key was
 	// held, for the jobs after them in later chunks.
@@ -128,13 +129,16 @@ func takenID(err error) (string, bool) {
 }
 
 // stageShaped inserts jobs one at a time, each seeing those before it, and
-// notes the ones that went in waiting.
+// notes the ones with dependencies.
 func (b *bulkImport) stageShaped(ctx context.Context, jobs []*queue.Job) error {
 	for _, j := range jobs {
 		if err := storekit.Insert(ctx, stagedTx{insertTx{b.tx}, &b.later}, j, &b.aliases); err != nil {
 			return err
 		}
-		if j.ExistingID != "" || j.State != queue.StateWaiting {
+		// Every job with dependencies is noted, not only the waiting
+		// ones: a job cancelled at staging (a dependency dead) may also
+		// name one not staged yet, which the commit checks (CheckLater).
+		if j.ExistingID != "" || len(j.After) == 0 {
 			continue
 		}
 		if !b.waiting {
@@ -193,7 +197,7 @@ type stagedTx struct {
 func (t stagedTx) Later() { *t.later = true }
 
 // laterTx runs storekit.CheckLater in an import's transaction: the
-// import's jobs with dependencies are the waiting ones (import_waiting).
+// import's jobs with dependencies are in import_waiting.
 type laterTx struct{ tx pgx.Tx }
 
 func (t laterTx) pairs(ctx context.Context, query string) ([][2]string, error) {

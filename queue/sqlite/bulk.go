@@ -352,10 +352,22 @@ func (t laterTx) pairs(ctx context.Context, query string) ([][2]string, error) {
 	return out, rows.Err()
 }
 
-func (t laterTx) MissingDeps(ctx context.Context) ([][2]string, error) {
-	return t.pairs(ctx, `SELECT d.job_id, d.dep_id FROM jobs j JOIN job_deps d ON d.job_id = j.id
+// laterMissing and laterEdges are laterTx's queries. In laterEdges x is
+// found by its id: the unary + keeps SQLite from scanning the import's jobs
+// again for each of them (jobs_staged), which made the commit of a file
+// with many later names quadratic in its size, holding the write lock
+// (TestLaterChecksFindJobsByID).
+const (
+	laterMissing = `SELECT d.job_id, d.dep_id FROM jobs j JOIN job_deps d ON d.job_id = j.id
 		WHERE j.import_id = ?1 AND j.state = 'staged'
-		AND NOT EXISTS (SELECT 1 FROM jobs x WHERE x.id = d.dep_id AND (x.state <> 'staged' OR x.import_id = ?1))`)
+		AND NOT EXISTS (SELECT 1 FROM jobs x WHERE x.id = d.dep_id AND (x.state <> 'staged' OR x.import_id = ?1))`
+	laterEdges = `SELECT d.job_id, d.dep_id FROM jobs j JOIN job_deps d ON d.job_id = j.id
+		JOIN jobs x ON x.id = d.dep_id
+		WHERE j.import_id = ?1 AND j.state = 'staged' AND +x.import_id = ?1 AND +x.state = 'staged'`
+)
+
+func (t laterTx) MissingDeps(ctx context.Context) ([][2]string, error) {
+	return t.pairs(ctx, laterMissing)
 }
 
 func (t laterTx) Repoint(ctx context.Context, job, dep, holder string) error {
@@ -364,9 +376,7 @@ func (t laterTx) Repoint(ctx context.Context, job, dep, holder string) error {
 }
 
 func (t laterTx) Edges(ctx context.Context) ([][2]string, error) {
-	return t.pairs(ctx, `SELECT d.job_id, d.dep_id FROM jobs j JOIN job_deps d ON d.job_id = j.id
-		JOIN jobs x ON x.id = d.dep_id AND x.import_id = ?1 AND x.state = 'staged'
-		WHERE j.import_id = ?1 AND j.state = 'staged'`)
+	return t.pairs(ctx, laterEdges)
 }
 
 func (t stagedTx) DependencyStates(ctx context.Context, ids []string) (map[string]queue.State, error) {

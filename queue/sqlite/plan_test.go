@@ -150,3 +150,21 @@ func TestScheduledCountReadsRanges(t *testing.T) {
 		t.Errorf("plan %q scans jobs", p)
 	}
 }
+
+// TestLaterChecksFindJobsByID checks that an import's commit finds the
+// jobs its jobs run after by id, never by scanning the import's jobs once
+// per job (quadratic: a file of 20,000 jobs each naming the next held the
+// write lock for minutes).
+func TestLaterChecksFindJobsByID(t *testing.T) {
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "q.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, q := range []string{laterMissing, laterEdges} {
+		p := queryPlan(t, s, q, "import")
+		if !strings.Contains(p, "SEARCH x USING INDEX sqlite_autoindex_jobs_1 (id=?)") || strings.Count(p, "jobs_staged") != 1 {
+			t.Errorf("plan %q: want the import's jobs scanned once and each job it names found by id", p)
+		}
+	}
+}

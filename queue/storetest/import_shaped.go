@@ -211,10 +211,39 @@ func testImportAfterLater(t *testing.T, open Opener) {
 		finish(t, s, got[0], "w", succeeded(t0, ""), t0)
 	}
 
+	// A job before its dependency in the file, which runs after a job
+	// cancelled, is cancelled with it once visible, not left waiting.
+	insert(t, s, job(t, "gone", func(n *queue.NewJob) { n.Queue = "elsewhere" }))
+	if _, err := s.CancelJob(ctx(t), "gone", t0); err != nil {
+		t.Fatal(err)
+	}
+	imp = begin(t, s)
+	stage(t, imp, []*queue.Job{job(t, "a", after("b"))})
+	stage(t, imp, []*queue.Job{job(t, "b", after("gone"))})
+	if err := imp.Commit(ctx(t)); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	for _, id := range []string{"a", "b"} {
+		if got := get(t, s, id); got.State != queue.StateCancelled {
+			t.Errorf("%s, after a cancelled job: %s, want cancelled", id, got.State)
+		}
+	}
+	// A job cancelled as it is staged (a dependency cancelled) that also
+	// names a job the file never holds fails the commit like any other.
+	imp = begin(t, s)
+	stage(t, imp, []*queue.Job{job(t, "c", after("gone", "never"))})
+	err := imp.Commit(ctx(t))
+	if !errors.Is(err, queue.ErrInvalid) || !containsQuoted(err, "c") || !containsQuoted(err, "never") {
+		t.Fatalf("a cancelled job after a job never staged: want ErrInvalid naming both, got %v", err)
+	}
+	if err := imp.Abort(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+
 	imp = begin(t, s)
 	stage(t, imp, []*queue.Job{job(t, "x", after("y")), job(t, "free", nil)})
 	stage(t, imp, []*queue.Job{job(t, "y", after("z")), job(t, "z", after("x"))})
-	err := imp.Commit(ctx(t))
+	err = imp.Commit(ctx(t))
 	if !errors.Is(err, queue.ErrInvalid) || !strings.Contains(err.Error(), "wait for each other") || !containsQuoted(err, "x") ||
 		!containsQuoted(err, "y") || !containsQuoted(err, "z") {
 		t.Fatalf("jobs waiting for each other: want ErrInvalid naming the cycle, got %v", err)

@@ -114,18 +114,18 @@ func Insert(ctx context.Context, tx InsertTx, j *queue.Job, aliases *Aliases) er
 				return err
 			}
 		}
-		if lt, ok := tx.(LaterTx); ok && len(states) < len(after) {
+		if lt, ok := tx.(LaterTx); ok {
 			// An import may stage the jobs it names later: j waits for
 			// them, and the import's commit checks they came (CheckLater).
-			if states == nil {
-				states = map[string]queue.State{}
-			}
 			for _, id := range after {
 				if _, found := states[id]; !found {
+					if states == nil {
+						states = map[string]queue.State{}
+					}
 					states[id] = queue.StateWaiting
+					lt.Later()
 				}
 			}
-			lt.Later()
 		}
 		state, reason, err := queue.DecideAfter(after, states)
 		if err != nil {

@@ -60,9 +60,21 @@ func CheckLater(ctx context.Context, tx CheckLaterTx, aliases *Aliases) error {
 	}
 	if cycle := findCycle(edges); cycle != nil {
 		return &queue.JobError{ID: cycle[0], Err: fmt.Errorf("%w: after: the jobs wait for each other: %s",
-			queue.ErrInvalid, strings.Join(quoted(cycle), " runs after "))}
+			queue.ErrInvalid, describeCycle(cycle))}
 	}
 	return nil
+}
+
+// describeCycle names the jobs of a cycle (its first again at the end):
+// all of a short one, the ends of a long one and how many it holds.
+func describeCycle(cycle []string) string {
+	const ends = 3
+	q := quoted(cycle)
+	if len(q) <= 2*ends+1 {
+		return strings.Join(q, " runs after ")
+	}
+	return fmt.Sprintf("%s runs after … runs after %s (%d jobs)", strings.Join(q[:ends], " runs after "),
+		strings.Join(q[len(q)-ends:], " runs after "), len(cycle)-1)
 }
 
 // findCycle returns the jobs of one cycle of edges (job, dependency),

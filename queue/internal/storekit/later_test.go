@@ -26,3 +26,13 @@ func TestFindCycle(t *testing.T) {
 		})
 	}
 }
+
+func TestDescribeCycle(t *testing.T) {
+	if got := describeCycle([]string{"x", "y", "x"}); got != `"x" runs after "y" runs after "x"` {
+		t.Errorf("short: %s", got)
+	}
+	long := []string{"a", "b", "c", "d", "e", "f", "g", "h", "a"}
+	if got := describeCycle(long); got != `"a" runs after "b" runs after "c" runs after … runs after "g" runs after "h" runs after "a" (8 jobs)` {
+		t.Errorf("long: %s", got)
+	}
+}
