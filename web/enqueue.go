@@ -53,8 +53,12 @@ func (s *Server) enqueueAction(w http.ResponseWriter, r *http.Request) error {
 	if err == nil {
 		var added []*queue.Job
 		if added, err = s.enqueue(r, body); err == nil {
-			s.audit(r, "enqueue", added[0].ID, nil)
-			http.Redirect(w, r, "/jobs/"+url.PathEscape(added[0].ID)+"?done=enqueued", http.StatusSeeOther)
+			id, code := added[0].ID, "enqueued"
+			if added[0].ExistingID != "" { // its unique key is held: nothing added; show the job that holds it
+				id, code = added[0].ExistingID, "unique_held"
+			}
+			s.audit(r, "enqueue", id, nil)
+			http.Redirect(w, r, "/jobs/"+url.PathEscape(id)+"?done="+code, http.StatusSeeOther)
 			return nil
 		}
 	}

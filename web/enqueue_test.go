@@ -138,3 +138,29 @@ func TestEnqueueAnswersTheStoredTimes(t *testing.T) {
 		})
 	}
 }
+
+// A job from the form whose unique key an unfinished job holds adds
+// nothing: the form leads to the job that holds the key and says so,
+// not to the page of the id typed (or generated), which does not exist.
+func TestEnqueueFromThePageUniqueKeyHeld(t *testing.T) {
+	h := tokens(t)
+	h.enqueue(`{"id":"holder","command":"true","unique_key":"nightly"}`)
+	c := h.signIn(adminToken)
+	_, csrf := h.page("/enqueue", c)
+	for _, id := range []string{"second", ""} {
+		vals := url.Values{"csrf": {csrf}, "command": {"true"}, "id": {id}, "unique_key": {"nightly"}}
+		res := h.do(req{method: "POST", path: "/enqueue", body: vals.Encode(), cookies: []*http.Cookie{c},
+			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}).Result()
+		loc := res.Header.Get("Location")
+		if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/jobs/holder?") {
+			t.Fatalf("id %q: %d to %q, want the holder's page", id, res.StatusCode, loc)
+		}
+		body, _ := h.page(loc, c)
+		if !strings.Contains(body, "holds its unique key") || strings.Contains(body, "Job enqueued.") {
+			t.Errorf("id %q: the holder's page does not say nothing was added:\n%s", id, body)
+		}
+	}
+	if jobs, _ := h.store.ListJobs(context.Background(), queue.ListParams{}); len(jobs) != 1 {
+		t.Errorf("%d jobs stored, want the holder only", len(jobs))
+	}
+}

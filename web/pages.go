@@ -196,6 +196,8 @@ func flashMessage(q url.Values) string {
 		return "Trigger queued: it runs when the previous run ends."
 	case "enqueued":
 		return "Job enqueued."
+	case "unique_held":
+		return "Nothing enqueued: this unfinished job holds its unique key."
 	case "queue_paused":
 		return "Queue paused: workers start none of its jobs until it is resumed."
 	case "queue_resumed":
