@@ -68,6 +68,9 @@ func (s *Server) enqueueAction(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	f.Error, f.Field = ae.Message, ae.Field
+	if ae.Code == codeDuplicate { // the id typed is taken
+		f.Field = "id"
+	}
 	return s.renderEnqueue(w, r, ae.Status, f)
 }
 

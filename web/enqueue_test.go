@@ -164,3 +164,21 @@ func TestEnqueueFromThePageUniqueKeyHeld(t *testing.T) {
 		t.Errorf("%d jobs stored, want the holder only", len(jobs))
 	}
 }
+
+// A job from the form whose id is taken comes back with the id field
+// marked, as every other refused field is.
+func TestEnqueueFromThePageTakenID(t *testing.T) {
+	h := tokens(t)
+	h.enqueue(`{"id":"taken","command":"true"}`)
+	c := h.signIn(adminToken)
+	_, csrf := h.page("/enqueue", c)
+	vals := url.Values{"csrf": {csrf}, "command": {"echo again"}, "id": {"taken"}}
+	rec := h.do(req{method: "POST", path: "/enqueue", body: vals.Encode(), cookies: []*http.Cookie{c},
+		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Accept": "text/html"}})
+	if rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), `id="enqueue-error"`) {
+		t.Fatalf("a taken id: %d\n%s", rec.Code, rec.Body.String())
+	}
+	if !regexp.MustCompile(`name="id"[^>]*class="[^"]*bad`).MatchString(rec.Body.String()) {
+		t.Errorf("the taken id's field is not marked:\n%s", rec.Body.String())
+	}
+}
