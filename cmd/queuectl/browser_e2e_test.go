@@ -363,3 +363,23 @@ func TestE2EBrowserLongQueueNameOnAPhone(t *testing.T) {
 		}
 	}
 }
+
+// A queue's Limits form, once opened, stays open through the page's
+// refreshes with what was typed in it: the refresh swapped it for a
+// closed one within 3 seconds unless a field had the focus.
+func TestE2EBrowserLimitsFormSurvivesRefresh(t *testing.T) {
+	ctx := browser(t)
+	c := newCLI(t)
+	c.ok("enqueue", "--id", "later", "--run-at", "+1h", "--command", "true")
+	s := startServe(t, c, nil, "--listen", "127.0.0.1:0")
+	const input = `form[action="/queues/default/limits"] input[name="max_running"]`
+	step(t, ctx, "type a limit", chromedp.Navigate(s.url+"/workers"), chromedp.Click(chromedp.CSS(`#limits-default`)),
+		chromedp.SendKeys(chromedp.CSS(input), "7"), chromedp.Click(chromedp.CSS(`h1`)))
+	value(t, ctx, "mark the live region", chromedp.Evaluate[bool](`document.querySelector("[data-live]").classList.add("seen"); true`))
+	step(t, ctx, "see the region refreshed", chromedp.WaitVisible(`//*[@data-live][not(contains(@class, "seen"))]`))
+	got := value(t, ctx, "the form", chromedp.Evaluate[string](`document.querySelector("#limits-default").parentElement.open + " " +
+		document.querySelector('`+input+`').value`))
+	if got != "true 7" {
+		t.Errorf("after a refresh the Limits form's open state and max running are %q, want \"true 7\"", got)
+	}
+}

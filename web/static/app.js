@@ -88,6 +88,16 @@
           var k = d.getAttribute("data-keep");
           if (k in open) { d.open = open[k]; }
         });
+        // A queue's Limits form its reader opened stays as it is, with
+        // what they typed, though no field has the focus.
+        var editing = {};
+        live.querySelectorAll("details.limits-edit[open]").forEach(function (d) {
+          editing[d.getAttribute("data-keep")] = d;
+        });
+        fresh.querySelectorAll("details.limits-edit").forEach(function (d) {
+          var k = d.getAttribute("data-keep");
+          if (editing[k]) { d.replaceWith(editing[k]); }
+        });
         // The fresh panel starts at the top: put it where the reader was,
         // at the newest lines if they were following or it is a new
         // attempt's panel.
