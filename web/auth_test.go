@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"html"
 	"net/http"
 	"net/url"
 	"strings"
@@ -47,9 +48,15 @@ func TestSignInSetsAStrictSessionCookie(t *testing.T) {
 
 func TestPagesSendBrowsersToSignIn(t *testing.T) {
 	h := tokens(t)
-	rec := h.must(req{path: "/jobs?state=dead", header: map[string]string{"Accept": "text/html"}}, http.StatusSeeOther)
-	if loc := rec.Header().Get("Location"); loc != "/login?next=/jobs?state=dead" {
+	// The whole address comes back after the sign-in, every filter of it.
+	const filtered = "/jobs?state=dead&queue=reports&label=team%3Dweb"
+	rec := h.must(req{path: filtered, header: map[string]string{"Accept": "text/html"}}, http.StatusSeeOther)
+	loc := rec.Header().Get("Location")
+	if u, err := url.Parse(loc); err != nil || u.Path != "/login" || u.Query().Get("next") != filtered {
 		t.Errorf("redirect to %q", loc)
+	}
+	if body := h.must(req{path: loc}, http.StatusOK).Body.String(); !strings.Contains(body, `name="next" value="`+html.EscapeString(filtered)+`"`) {
+		t.Errorf("the sign-in page at %q does not come back to %s", loc, filtered)
 	}
 	h.must(req{path: "/login"}, http.StatusOK)
 	rec = h.must(req{method: "POST", path: "/login", body: url.Values{"token": {viewerToken}, "next": {"https://evil.example/"}}.Encode(),

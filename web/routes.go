@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -133,7 +134,7 @@ func (s *Server) guard(min role, form bool, next http.Handler) http.Handler {
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, id))
 		if id.role == roleNone {
 			if wantsHTML(r) {
-				http.Redirect(w, r, "/login?next="+safeNext(r.URL.RequestURI()), http.StatusSeeOther)
+				http.Redirect(w, r, "/login?"+url.Values{"next": {safeNext(r.URL.RequestURI())}}.Encode(), http.StatusSeeOther)
 				return
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="queuectl"`)
