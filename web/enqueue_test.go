@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -180,5 +181,33 @@ func TestEnqueueFromThePageTakenID(t *testing.T) {
 	}
 	if !regexp.MustCompile(`name="id"[^>]*class="[^"]*bad`).MatchString(rec.Body.String()) {
 		t.Errorf("the taken id's field is not marked:\n%s", rec.Body.String())
+	}
+}
+
+// The enqueue form's placeholders suggest only values the field takes:
+// each example (after "e.g.", before a parenthesis, separated by commas
+// or "or") typed into its field enqueues a job. Run at once suggested
+// "now", and unique for "1h after", both refused.
+func TestEnqueuePlaceholdersAreTaken(t *testing.T) {
+	h := tokens(t)
+	c := h.signIn(adminToken)
+	body, csrf := h.page("/enqueue", c)
+	for _, field := range []string{"timeout", "run_at", "unique_for"} {
+		m := regexp.MustCompile(`name="` + field + `"[^>]*placeholder="([^"]*)"`).FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("%s: no placeholder", field)
+		}
+		examples, _, _ := strings.Cut(strings.TrimPrefix(html.UnescapeString(m[1]), "e.g. "), " (")
+		for _, ex := range regexp.MustCompile(`, | or `).Split(examples, -1) {
+			vals := url.Values{"csrf": {csrf}, "command": {"true"}, field: {ex}}
+			if field == "unique_for" {
+				vals.Set("unique_key", "key-"+ex)
+			}
+			rec := h.do(req{method: "POST", path: "/enqueue", body: vals.Encode(), cookies: []*http.Cookie{c},
+				header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Accept": "text/html"}})
+			if rec.Code != http.StatusSeeOther {
+				t.Errorf("%s: the placeholder %q suggests %q, refused with %d", field, m[1], ex, rec.Code)
+			}
+		}
 	}
 }
