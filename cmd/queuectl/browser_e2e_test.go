@@ -383,3 +383,28 @@ func TestE2EBrowserLimitsFormSurvivesRefresh(t *testing.T) {
 		t.Errorf("after a refresh the Limits form's open state and max running are %q, want \"true 7\"", got)
 	}
 }
+
+// On a phone, the message after a trigger, which links the job it added,
+// wraps a long job id: a recurring job named with underscores (no place
+// to break) made the cron page scroll sideways.
+func TestE2EBrowserTriggerMessageOnAPhone(t *testing.T) {
+	ctx := browser(t)
+	c := newCLI(t)
+	const name = "nightly_database_backup_of_all_the_customer_records_and_invoices"
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, `
+queue "default" { concurrency = 1 }
+job "`+name+`" {
+  schedule = "30 2 * * *"
+  overlap  = "allow"
+  command  = "true"
+}
+`)
+	c.ok("cron", "trigger", name, "-c", cfg) // applies the file's recurring jobs
+	s := startServe(t, c, nil, "--listen", "127.0.0.1:0")
+	step(t, ctx, "trigger on a phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(s.url+"/cron"),
+		chromedp.Click(chromedp.CSS(`form[action="/cron/`+name+`/trigger"] button`)), chromedp.WaitVisible(chromedp.CSS(`.flash a`)))
+	if w := value(t, ctx, "page width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 390 {
+		t.Errorf("after a trigger the cron page is %d px wide on a 390 px screen", w)
+	}
+}
