@@ -344,11 +344,13 @@ job "heartbeat" {
 // On a phone, a queue named at length (up to 200 bytes are allowed) does
 // not widen the pages whose queue filter lists it: a select is as wide as
 // its longest option, and once made the jobs and dead-letter pages scroll
-// sideways at 390 px.
+// sideways at 390 px. Nor do the pages that name it in their text: with
+// no hyphen to break at, the dead-letter page's count of its jobs and a
+// job page's path to its queue did.
 func TestE2EBrowserLongQueueNameOnAPhone(t *testing.T) {
 	ctx := browser(t)
 	c := newCLI(t)
-	long := "q" + strings.Repeat("-a-long-queue-name", 8)
+	long := "q" + strings.Repeat("_a_long_queue_name", 8)
 	c.ok("enqueue", "--id", "long-queue-job", "--queue", long, "--max-retries", "0", "--command", "exit 3")
 	c.ok("worker", "start", "--count", "1")
 	c.waitState("long-queue-job", "dead", 30*time.Second)
@@ -356,8 +358,9 @@ func TestE2EBrowserLongQueueNameOnAPhone(t *testing.T) {
 	step(t, ctx, "sign in on a phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(s.url+"/login"),
 		chromedp.WaitVisible(chromedp.CSS(`#token`)), chromedp.SendKeys(chromedp.CSS(`#token`), "browser-admin"),
 		chromedp.Submit(chromedp.CSS(`#token`)), chromedp.WaitVisible(chromedp.CSS(`.tiles`)))
-	for _, path := range []string{"/jobs", "/dlq"} {
-		step(t, ctx, "open "+path, chromedp.Navigate(s.url+path), chromedp.WaitVisible(chromedp.CSS(`a[href="/jobs/long-queue-job"]`)))
+	for path, shown := range map[string]string{"/jobs": `a[href="/jobs/long-queue-job"]`, "/dlq": `a[href="/jobs/long-queue-job"]`,
+		"/dlq?queue=" + long: `a[href="/jobs/long-queue-job"]`, "/jobs/long-queue-job": `#job-state`} {
+		step(t, ctx, "open "+path, chromedp.Navigate(s.url+path), chromedp.WaitVisible(chromedp.CSS(shown)))
 		if w := value(t, ctx, "page width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 390 {
 			t.Errorf("%s is %d px wide on a 390 px screen", path, w)
 		}
