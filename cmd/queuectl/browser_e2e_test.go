@@ -411,3 +411,27 @@ job "`+name+`" {
 		t.Errorf("after a trigger the cron page is %d px wide on a 390 px screen", w)
 	}
 }
+
+// On a phone, an error that names a long job id wraps it: an id need not
+// hold a hyphen to break at, and the error page and the enqueue form's
+// error then pushed the page past the screen.
+func TestE2EBrowserLongIDInErrorsOnAPhone(t *testing.T) {
+	ctx := browser(t)
+	c := newCLI(t)
+	long := "job" + strings.Repeat("_with_a_long_id", 8)
+	c.ok("enqueue", "--id", long, "--run-at", "+1h", "--command", "true")
+	s := startServe(t, c, nil, "--listen", "127.0.0.1:0")
+	step(t, ctx, "open a job that is not there", chromedp.EmulateViewport(390, 844), chromedp.Navigate(s.url+"/jobs/"+long+"_2"),
+		chromedp.WaitVisible(chromedp.CSS(`.error-card`)))
+	width := func(what string) {
+		t.Helper()
+		if w := value(t, ctx, "page width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 390 {
+			t.Errorf("%s is %d px wide on a 390 px screen", what, w)
+		}
+	}
+	width("the error page")
+	step(t, ctx, "enqueue a job whose id is taken", chromedp.Navigate(s.url+"/enqueue"),
+		chromedp.SendKeys(chromedp.CSS(`#f-command`), "true"), chromedp.SendKeys(chromedp.CSS(`#f-id`), long),
+		chromedp.Click(chromedp.CSS(`#enqueue`)), chromedp.WaitVisible(chromedp.CSS(`#enqueue-error`)))
+	width("the refused enqueue form")
+}
