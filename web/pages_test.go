@@ -603,3 +603,22 @@ func storedControl(t *testing.T, st queue.Store, name string) queue.QueueControl
 	}
 	return queue.QueueControl{}
 }
+
+// A later page of the dead-letter queue, which does not refresh itself,
+// links back to the first page of its queue's dead jobs, as the jobs
+// page's do: only the navigation led back, and it drops the queue.
+func TestDLQLaterPageLinksTheFirst(t *testing.T) {
+	h := tokens(t)
+	for _, id := range []string{"d1", "d2"} {
+		h.enqueue(`{"id":"` + id + `","command":"false","max_retries":0,"queue":"mail&more"}`)
+		h.runJob(id, queue.OutcomeFailed, "")
+	}
+	c := h.signIn(viewerToken)
+	page, _ := h.page("/dlq?queue=mail%26more&after=d2", c)
+	if !strings.Contains(page, `href="/dlq?queue=mail%26more">« Newest</a>`) {
+		t.Errorf("the later page does not link the first:\n%s", page)
+	}
+	if first, _ := h.page("/dlq?queue=mail%26more", c); strings.Contains(first, "« Newest") {
+		t.Errorf("the first page links itself as the newest")
+	}
+}
