@@ -412,6 +412,28 @@ job "`+name+`" {
 	}
 }
 
+// The message after a trigger, with the job it links, leaves the address
+// as every action's message does: the job stayed in it.
+func TestE2EBrowserTriggerAddress(t *testing.T) {
+	ctx := browser(t)
+	c := newCLI(t)
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, `
+job "report" {
+  schedule = "*/15 * * * *"
+  overlap  = "allow"
+  command  = "true"
+}
+`)
+	c.ok("cron", "trigger", "report", "-c", cfg) // applies the file's recurring jobs
+	s := startServe(t, c, nil, "--listen", "127.0.0.1:0")
+	step(t, ctx, "trigger", chromedp.Navigate(s.url+"/cron"),
+		chromedp.Click(chromedp.CSS(`form[action="/cron/report/trigger"] button`)), chromedp.WaitVisible(chromedp.CSS(`.flash a`)))
+	if loc := value(t, ctx, "location after the trigger", chromedp.Location()); !strings.HasSuffix(loc, "/cron") {
+		t.Errorf("after a trigger the address is %s", loc)
+	}
+}
+
 // On a phone, an error that names a long job id wraps it: an id need not
 // hold a hyphen to break at, and the error page and the enqueue form's
 // error then pushed the page past the screen.

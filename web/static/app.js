@@ -30,12 +30,14 @@
   window.addEventListener("resize", markScrolling);
 
   // An action's message came in the address (?done=…, with its count in
-  // n=…): it is on the page now; take it out of the address so that a
-  // reload or a bookmark does not announce the action again.
+  // n=… and the job it links in job=…): it is on the page now; take it
+  // out of the address so that a reload or a bookmark does not announce
+  // the action again.
   if (window.history && window.history.replaceState && /[?&]done=/.test(window.location.search)) {
     var u = new URL(window.location.href);
     u.searchParams.delete("done");
     u.searchParams.delete("n");
+    u.searchParams.delete("job");
     window.history.replaceState(null, "", u.pathname + u.search + u.hash);
   }
 
