@@ -211,3 +211,18 @@ func TestEnqueuePlaceholdersAreTaken(t *testing.T) {
 		}
 	}
 }
+
+// A form over the 1 MiB a body may hold is refused as too large, not as
+// a form without its CSRF token, which could not be read: the page told
+// an operator who pasted a long command to reload it.
+func TestEnqueueFromThePageTooLarge(t *testing.T) {
+	h := tokens(t)
+	c := h.signIn(adminToken)
+	_, csrf := h.page("/enqueue", c)
+	vals := url.Values{"csrf": {csrf}, "command": {"echo " + strings.Repeat("a", maxBody)}}
+	rec := h.do(req{method: "POST", path: "/enqueue", body: vals.Encode(), cookies: []*http.Cookie{c},
+		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Accept": "text/html"}})
+	if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), codeTooLarge) {
+		t.Errorf("a form over 1 MiB: %d\n%s", rec.Code, rec.Body.String())
+	}
+}

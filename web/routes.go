@@ -150,6 +150,16 @@ func (s *Server) guard(min role, form bool, next http.Handler) http.Handler {
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.auth.checkCSRF(r, id, form) {
+			// A form read past the limit of a body (its reader says so
+			// again) held no token to find: say that, not that the token
+			// is missing.
+			if form {
+				var tooLarge *http.MaxBytesError
+				if _, err := r.Body.Read(make([]byte, 1)); errors.As(err, &tooLarge) {
+					s.fail(w, r, tooLarge)
+					return
+				}
+			}
 			s.fail(w, r, errorf(http.StatusForbidden, codeCSRF, "missing or wrong CSRF token (reload the page)"))
 			return
 		}
