@@ -622,3 +622,17 @@ func TestDLQLaterPageLinksTheFirst(t *testing.T) {
 		t.Errorf("the first page links itself as the newest")
 	}
 }
+
+// The overview's chart range says which range is shown to a screen
+// reader too, as the navigation says which page: only its look did.
+func TestOverviewRangeIsCurrent(t *testing.T) {
+	h := tokens(t)
+	c := h.signIn(viewerToken)
+	for path, want := range map[string]string{"/": "Last hour", "/?range=24h": "Last 24 hours"} {
+		body, _ := h.page(path, c)
+		m := regexp.MustCompile(`<a href="/\?range=[^"]*" class="on" aria-current="true">([^<]*)</a>`).FindAllStringSubmatch(body, -1)
+		if len(m) != 1 || m[0][1] != want {
+			t.Errorf("%s: the current range is %v, want %s", path, m, want)
+		}
+	}
+}
