@@ -636,3 +636,22 @@ func TestOverviewRangeIsCurrent(t *testing.T) {
 		}
 	}
 }
+
+// A later page of the dead-letter queue left without rows (its jobs
+// retried or discarded one by one) does not call the queue empty above
+// the count of the dead jobs still in it.
+func TestDLQEmptyLaterPage(t *testing.T) {
+	h := tokens(t)
+	for _, id := range []string{"d1", "d2"} {
+		h.enqueue(`{"id":"` + id + `","command":"false","max_retries":0}`)
+		h.runJob(id, queue.OutcomeFailed, "")
+	}
+	c := h.signIn(viewerToken)
+	page, _ := h.page("/dlq?after=d1", c)
+	if !strings.Contains(page, "2 dead job(s)") || strings.Contains(page, "The dead-letter queue is empty.") || !strings.Contains(page, "No older dead job.") {
+		t.Errorf("a later page without rows:\n%s", page)
+	}
+	if first, _ := h.page("/dlq?queue=other", c); !strings.Contains(first, "The dead-letter queue is empty.") {
+		t.Errorf("the first page of a queue without dead jobs does not say it is empty")
+	}
+}
