@@ -164,6 +164,7 @@ type jobData struct {
 	Live    bool
 	Running *liveEvent // the running attempt's output so far
 	Held    bool       // left out: the page's event stream holds it
+	Older   int        // the oldest attempts, whose output the page leaves out
 }
 
 type attemptOutput struct {
@@ -201,6 +202,7 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) error {
 		}
 		d.Outputs = append(d.Outputs, attemptOutput{Attempt: a, Nth: i + 1, Text: cleanOutput(out.Output), Dropped: out.Dropped, Last: i == len(d.Detail.History)-1})
 	}
+	d.Older = len(d.Detail.History) - len(d.Outputs)
 	s.render(w, r, http.StatusOK, "job", page{Title: "Job " + id, Nav: "jobs", Data: d})
 	return nil
 }
