@@ -226,3 +226,24 @@ func TestEnqueueFromThePageTooLarge(t *testing.T) {
 		t.Errorf("a form over 1 MiB: %d\n%s", rec.Code, rec.Body.String())
 	}
 }
+
+// The field a refused job is marked at says so to a screen reader too,
+// and points at the error: only its colour said it.
+func TestEnqueueRefusedFieldIsInvalid(t *testing.T) {
+	h := tokens(t)
+	c := h.signIn(adminToken)
+	_, csrf := h.page("/enqueue", c)
+	for field, vals := range map[string]url.Values{
+		"priority": {"command": {"echo hi"}, "priority": {"high"}},
+		"env":      {"command": {"echo hi"}, "env": {"JUST_A_NAME"}},
+		"command":  {"command": {"  "}},
+	} {
+		vals.Set("csrf", csrf)
+		rec := h.do(req{method: "POST", path: "/enqueue", body: vals.Encode(), cookies: []*http.Cookie{c},
+			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Accept": "text/html"}})
+		marked := regexp.MustCompile(`<(input|textarea)[^>]*aria-invalid="true"[^>]*>`).FindAllString(rec.Body.String(), -1)
+		if len(marked) != 1 || !strings.Contains(marked[0], `name="`+field+`"`) || !strings.Contains(marked[0], `aria-describedby="enqueue-error"`) {
+			t.Errorf("%s: the fields marked invalid are %q", field, marked)
+		}
+	}
+}
