@@ -42,7 +42,11 @@ func (a *app) statusCmd() *cobra.Command {
 				}
 				// A worker killed with no other left to unregister it stays
 				// registered: only the live ones count.
-				now, host := a.now(), a.hostName()
+				now, err := supervise.HeartbeatNow(ctx, st, a.now())
+				if err != nil {
+					return err
+				}
+				host := a.hostName()
 				alive, busy, gone := 0, 0, 0
 				for _, w := range ws {
 					switch {

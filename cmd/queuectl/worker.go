@@ -398,7 +398,7 @@ after --timeout the command reports those still running.`,
 			}
 			return a.withReadStore(cmd, func(ctx context.Context, st queue.Store) error {
 				return supervise.Stop(ctx, st, supervise.StopParams{
-					Host: a.hostName(), Timeout: timeout, AllHosts: allHosts, Self: a.getenv("QUEUECTL_WORKER"),
+					Host: a.hostName(), Timeout: timeout, AllHosts: allHosts, Self: a.getenv("QUEUECTL_WORKER"), Now: a.now,
 					Stdout: a.stdout, Stderr: a.stderr,
 				})
 			})

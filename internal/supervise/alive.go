@@ -1,6 +1,8 @@
 package supervise
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/queuectl/queuectl/internal/proc"
@@ -17,4 +19,21 @@ func Alive(w *queue.WorkerInfo, host string, now time.Time) bool {
 		return proc.Alive(w.PID, w.ProcStart)
 	}
 	return view.Heard(w, now)
+}
+
+// HeartbeatNow is the time heartbeats are judged by (Alive, Stop): the
+// database's when the store stamps them with its own clock
+// (queue.DatabaseClock, PostgreSQL), so that a host whose clock runs ahead
+// or behind takes neither a live worker of another host for silent nor a
+// silent one for live; else now.
+func HeartbeatNow(ctx context.Context, st queue.Store, now time.Time) (time.Time, error) {
+	dc, ok := st.(queue.DatabaseClock)
+	if !ok {
+		return now, nil
+	}
+	t, err := dc.DatabaseNow(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the database clock: %w", err)
+	}
+	return t, nil
 }

@@ -25,6 +25,7 @@ type StopParams struct {
 	// (QUEUECTL_WORKER), if any: it is asked to stop but not waited for,
 	// since it waits for this job.
 	Self   string
+	Now    func() time.Time // this host's clock (nil: time.Now)
 	Stdout io.Writer
 	Stderr io.Writer
 }
@@ -35,6 +36,10 @@ type StopParams struct {
 // workers stop their running jobs; remote ones can only be waited for.
 func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 	timeout, allHosts := p.Timeout, p.AllHosts
+	now := p.Now
+	if now == nil {
+		now = time.Now
+	}
 	ws, err := st.ListWorkers(ctx)
 	if err != nil {
 		return err
@@ -111,7 +116,7 @@ func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 			}
 		}
 		if len(remote) > 0 && time.Since(lastList) > 250*time.Millisecond {
-			gone, err := dropUnregistered(ctx, st, remote, time.Now())
+			gone, err := dropUnregistered(ctx, st, remote, now())
 			if err != nil {
 				return err
 			}
@@ -146,12 +151,15 @@ func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 }
 
 // dropUnregistered removes from ids the workers no longer registered, and
-// those not heard from (view.Heard), which it returns: a crashed worker
-// stays registered until a live one unregisters it, and would be waited
-// for forever.
+// those not heard from (view.Heard, by HeartbeatNow), which it returns: a
+// crashed worker stays registered until a live one unregisters it, and
+// would be waited for forever.
 func dropUnregistered(ctx context.Context, st queue.Store, ids map[string]bool, now time.Time) (silent []string, err error) {
 	ws, err := st.ListWorkers(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if now, err = HeartbeatNow(ctx, st, now); err != nil {
 		return nil, err
 	}
 	still := map[string]bool{}
