@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queuectl/queuectl/internal/supervise"
 	"github.com/queuectl/queuectl/internal/view"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/scheduler"
@@ -47,7 +48,11 @@ func (s *Server) status(ctx context.Context) (view.Status, error) {
 	if err != nil {
 		return view.Status{}, err
 	}
-	now, alive := s.now(), 0
+	now, err := supervise.HeartbeatNow(ctx, s.cfg.Store, s.now())
+	if err != nil {
+		return view.Status{}, err
+	}
+	alive := 0
 	for _, w := range ws {
 		if view.Heard(w, now) {
 			alive++

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/queuectl/queuectl/internal/promtext"
+	"github.com/queuectl/queuectl/internal/supervise"
 	"github.com/queuectl/queuectl/internal/view"
 	"github.com/queuectl/queuectl/queue"
 )
@@ -78,9 +79,13 @@ func collect(ctx context.Context, store queue.Store, now time.Time) ([]*promtext
 	if err != nil {
 		return nil, err
 	}
+	heard, err := supervise.HeartbeatNow(ctx, store, now)
+	if err != nil {
+		return nil, err
+	}
 	alive, running := 0, 0
 	for _, w := range ws {
-		if view.Heard(w, now) {
+		if view.Heard(w, heard) {
 			alive++
 			running += len(w.CurrentJobs)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queuectl/queuectl/internal/supervise"
 	"github.com/queuectl/queuectl/internal/view"
 	"github.com/queuectl/queuectl/queue"
 )
@@ -84,8 +85,12 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	now := s.now()
+	heard, err := supervise.HeartbeatNow(ctx, s.cfg.Store, now)
+	if err != nil {
+		return err
+	}
 	for _, w := range d.Workers {
-		if view.Heard(w, now) {
+		if view.Heard(w, heard) {
 			d.Alive++
 			d.Running += len(w.CurrentJobs)
 		}
@@ -263,6 +268,7 @@ type workersData struct {
 	Workers []*queue.WorkerInfo
 	Queues  []view.Queue
 	Alive   int
+	Now     time.Time // the clock heartbeats are judged by (supervise.HeartbeatNow)
 }
 
 func (s *Server) workersPage(w http.ResponseWriter, r *http.Request) error {
@@ -275,9 +281,13 @@ func (s *Server) workersPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	slices.SortFunc(ws, func(a, b *queue.WorkerInfo) int { return a.StartedAt.Compare(b.StartedAt) })
-	d := workersData{Workers: ws, Queues: qs}
+	now, err := supervise.HeartbeatNow(r.Context(), s.cfg.Store, s.now())
+	if err != nil {
+		return err
+	}
+	d := workersData{Workers: ws, Queues: qs, Now: now}
 	for _, w := range ws {
-		if view.Heard(w, s.now()) {
+		if view.Heard(w, now) {
 			d.Alive++
 		}
 	}
