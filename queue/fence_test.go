@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuectl/queuectl/internal/proc"
 	"github.com/queuectl/queuectl/queue"
 )
 
@@ -99,5 +100,61 @@ func checkFenced(t *testing.T, breakRenewals func(*partitioned)) {
 	}
 	if j := getJob(t, base, "fenced"); j.State != queue.StateProcessing {
 		t.Errorf("state %s, want processing (left to the rescuer after its lease)", j.State)
+	}
+}
+
+// killRecorder is this host's process table, but records when the engine
+// kills an attempt's leftovers (KillByEnv) instead of killing anything.
+type killRecorder struct {
+	proc.Host
+	killed chan []string
+}
+
+func (k killRecorder) KillByEnv(entries ...string) (int, error) {
+	select {
+	case k.killed <- entries:
+	default:
+	}
+	return 0, nil
+}
+
+// What left a fenced job's process group (setsid) is killed when the
+// group's SIGKILL is due, before the lease ends, not once the runner
+// returns: the executor waits up to its WaitDelay (2 s) for such a process
+// to let go of the output pipe, longer than a short lease's last quarter,
+// and after the lease another worker may start the job.
+func TestEngineKillsFencedLeftoversBeforeTheLeaseEnds(t *testing.T) {
+	base, _ := openStore(t)
+	st := &partitioned{Store: base}
+	enqueue(t, st, queue.NewJob{ID: "fenced"}, time.Now())
+	const lease = 1500 * time.Millisecond
+	started, release := make(chan struct{}), make(chan struct{})
+	runner := queue.RunnerFunc(func(ctx context.Context, _ queue.RunSpec) queue.RunResult {
+		close(started)
+		<-ctx.Done()
+		<-release // a leftover holds the output pipe
+		return queue.RunResult{ExitCode: -1, Canceled: true}
+	})
+	procs := killRecorder{killed: make(chan []string, 1)}
+	eng := queue.NewEngine(st, runner, queue.EngineConfig{Lease: lease, CancelPoll: 50 * time.Millisecond, Processes: procs})
+	if err := eng.Start(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		close(release)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		eng.Stop(ctx)
+	}()
+	recv(t, started, "the job to start")
+
+	st.cut.Store(true)
+	cut := time.Now()
+	entries := recv(t, procs.killed, "the fenced attempt's leftovers to be killed")
+	if took := time.Since(cut); took >= lease {
+		t.Errorf("leftovers killed %s after the partition, want before the lease of %s ends", took, lease)
+	}
+	if !slices.Contains(entries, "QUEUECTL_JOB_ID=fenced") {
+		t.Errorf("killed processes by %q, want the fenced job's", entries)
 	}
 }

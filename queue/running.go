@@ -89,6 +89,13 @@ func (r *runningJob) giveUp(lease time.Duration) bool {
 	return true
 }
 
+// running reports whether the attempt's command has not ended yet.
+func (r *runningJob) running() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.ended
+}
+
 // end marks the attempt's command as ended and stops its fence for good
 // (renewed no longer moves it): later stops leave the attempt alone; only
 // a fence that fired before end can still give it up.
@@ -199,6 +206,15 @@ func (e *Engine) launch(j *Job, leaseFrom time.Time, free, done func()) {
 		if r.giveUp(e.cfg.Lease) {
 			e.log.Warn().Str("job_id", j.ID).Int("attempt", j.Attempts).
 				Msg("lease not renewed in time; stopping the job and giving it up")
+			// What left the process group (setsid) goes when the group's
+			// SIGKILL is due, not only once the runner returns: the runner
+			// may wait for such a process to let go of the output pipe
+			// (the executor's WaitDelay), past the end of a short lease.
+			time.AfterFunc(fenceStop{e.cfg.Lease}.KillGrace(), func() {
+				if r.running() {
+					killLeftovers(e.cfg.Processes, e.log, j, "fenced attempt")
+				}
+			})
 		}
 	})
 	r.mu.Unlock()
