@@ -14,7 +14,7 @@ import (
 // it runs. Every heartbeat also brings back what the store asks of this
 // worker: attempts whose lease was lost (stopped as lost), attempts with a
 // cancel request (stopped as cancelled) and a stop request for the worker.
-// Idle workers beat every Lease/3; busy ones every CancelPoll, or at once on
+// Idle workers beat every Lease/3 (at most RegistrationBeat); busy ones every CancelPoll, or at once on
 // a wake-up, so that cancel requests take effect quickly.
 type leaseKeeper struct {
 	store      Store
@@ -36,13 +36,24 @@ func (k *leaseKeeper) Start() { k.svc.start(k.loop) }
 // call twice.
 func (k *leaseKeeper) Stop() { k.svc.stop() }
 
+// RegistrationBeat is the longest an idle worker goes without renewing its
+// registration, whatever its lease, and SilentAfter how old a heartbeat
+// must be for other processes to take its worker for silent: they judge
+// it without knowing its lease (status, worker stop --all-hosts, and the
+// rescuer, which unregisters a silent worker of another host).
+const (
+	RegistrationBeat = 10 * time.Second
+	SilentAfter      = 3 * RegistrationBeat
+)
+
 func (k *leaseKeeper) loop(ctx context.Context) {
-	every := k.lease / 3
+	every := min(k.lease/3, RegistrationBeat)
 	last := time.Now() // monotonic: a step of the wall clock changes no cadence
 	repeat(ctx, k.cancelPoll, k.wake, func(ctx context.Context) time.Duration {
 		ids := k.running.ids()
-		// Idle workers renew only their registration, every Lease/3; busy
-		// ones also look for cancel requests every CancelPoll.
+		// Idle workers renew only their registration, every Lease/3 (at
+		// most RegistrationBeat); busy ones also look for cancel requests
+		// every CancelPoll.
 		if now := time.Now(); len(ids) > 0 || now.Sub(last) >= every {
 			if err := k.heartbeat(ctx, ids); err != nil && ctx.Err() == nil {
 				k.log.Warn().Err(err).Msg("heartbeat")

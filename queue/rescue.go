@@ -62,7 +62,7 @@ func (r *rescuer) rescueOnce(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("list workers: %w", err)
 	}
 	dead := map[string]bool{} // local workers whose process is gone: their jobs are lost now
-	var gone []string         // workers to unregister: dead, or silent for two leases
+	var gone []string         // workers to unregister: dead, or silent for two leases (and SilentAfter)
 	for _, w := range workers {
 		switch {
 		case w.ID == r.me.ID:
@@ -71,7 +71,9 @@ func (r *rescuer) rescueOnce(ctx context.Context) (int, error) {
 				dead[w.ID] = true
 				gone = append(gone, w.ID)
 			}
-		case now.Sub(w.HeartbeatAt) > 2*r.lease:
+		case now.Sub(w.HeartbeatAt) > max(2*r.lease, SilentAfter):
+			// Its own lease may be longer than this worker's; it beats at
+			// least every RegistrationBeat all the same.
 			gone = append(gone, w.ID)
 		}
 	}

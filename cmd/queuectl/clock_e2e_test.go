@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/queuectl/queuectl/internal/proc"
 )
 
 // runSkewed runs one command line in this process, as host with home, on an
@@ -40,7 +42,7 @@ func TestE2EPostgresSkewedHostJudgesWorkersOnTheServerClock(t *testing.T) {
 	_, db := newPGSchema(t)
 	b, c := newPGHost(t, db, "host-b"), newPGHost(t, db, "host-c")
 	home := t.TempDir()
-	// Host B's worker heartbeats every 20 s when idle, and unregisters a
+	// Host B's worker heartbeats every 10 s when idle, and unregisters a
 	// worker of another host silent for two of its leases (2 min).
 	b.startWorkers("--lease", "1m")
 	// Host C's worker is killed, and silent for 45 s on the server's clock;
@@ -71,4 +73,49 @@ func TestE2EPostgresSkewedHostJudgesWorkersOnTheServerClock(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "stopped 1 worker(s)") || strings.Contains(errOut, "host-b:") {
 		t.Fatalf("worker stop --all-hosts on a host an hour ahead: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
+}
+
+// Workers judge each other's registrations without knowing each other's
+// leases: an idle worker with a long lease beats often enough that one with
+// a short lease does not unregister it (which worker stop --all-hosts would
+// then neither ask nor wait for), and status keeps counting it.
+func TestE2EPostgresLongLeaseWorkerStaysRegistered(t *testing.T) {
+	_, db := newPGSchema(t)
+	a, b, c := newPGHost(t, db, "host-a"), newPGHost(t, db, "host-b"), newPGHost(t, db, "host-c")
+	a.startWorkers("--lease", "2s")
+	pid := b.startWorkers("--lease", "10m")[0]
+	type worker struct {
+		PID         int       `json:"pid"`
+		Host        string    `json:"host"`
+		HeartbeatAt time.Time `json:"heartbeat_at"`
+	}
+	hostB := func() (worker, bool) {
+		var ws []worker
+		if err := json.Unmarshal([]byte(c.ok("worker", "list", "--json")), &ws); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range ws {
+			if w.Host == "host-b" {
+				return w, true
+			}
+		}
+		return worker{}, false
+	}
+	first, ok := hostB()
+	if !ok {
+		t.Fatal("host B's worker is not registered")
+	}
+	waitFor(t, "host B's idle worker to renew its registration", 30*time.Second, func() bool {
+		w, ok := hostB()
+		if !ok {
+			t.Fatal("host A's worker unregistered host B's live worker")
+		}
+		return w.HeartbeatAt.After(first.HeartbeatAt)
+	})
+
+	out, errOut, code := c.run("worker", "stop", "--all-hosts", "--timeout", "30s")
+	if code != 0 || !strings.Contains(out, "stopped 2 worker(s)") {
+		t.Fatalf("worker stop --all-hosts: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	waitFor(t, "host B's worker to exit", 10*time.Second, func() bool { return !proc.Alive(pid, b.workers[0].start) })
 }

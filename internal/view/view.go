@@ -174,8 +174,8 @@ func FormatLabels(labels map[string]string) string {
 }
 
 // WorkerAlive is how recent a heartbeat must be for a worker to count as
-// alive: the default lease, which a live worker renews three times over.
-const WorkerAlive = 30 * time.Second
+// alive: a live worker, whatever its lease, renews it three times over.
+const WorkerAlive = queue.SilentAfter
 
 // Heard reports whether w's last heartbeat is under WorkerAlive old.
 func Heard(w *queue.WorkerInfo, now time.Time) bool { return now.Sub(w.HeartbeatAt) < WorkerAlive }
