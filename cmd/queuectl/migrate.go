@@ -55,11 +55,14 @@ func (a *app) migrateTo(cmd *cobra.Command, to string) error {
 	if n := countAll(counts); n > 0 {
 		return fmt.Errorf("migrate: %s already holds %d job(s); copy into an empty database", redactDSN(to), n)
 	}
-	if err := dst.ImportJobs(ctx, recs); err != nil {
-		return err
-	}
+	// The pauses, limits and settings go first: workers may already wait
+	// on the target, and would run the jobs of a paused queue, or past a
+	// queue's limits, until they were stored.
 	settings, queues, templates, err := copySetup(ctx, src, dst, a.now())
 	if err != nil {
+		return err
+	}
+	if err := dst.ImportJobs(ctx, recs); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(a.stdout, "copied %d job(s) with %d attempt(s), %d setting(s), %d queue(s) and %d recurring job(s) to %s\n",

@@ -462,6 +462,37 @@ job "nightly" {
 	h.waitState("later", "completed", 30*time.Second)
 }
 
+// Workers may already wait on the target when the copy is made: a queue
+// paused in SQLite stays paused throughout, so none of its jobs runs, and a
+// limited queue is never run past its limit. The pauses and limits are
+// stored before the jobs they hold back.
+func TestE2EMigrateToPostgresKeepsPausedQueueHeldForWaitingWorkers(t *testing.T) {
+	_, pg := newPGSchema(t)
+	c := newCLI(t)
+	var file strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&file, `{"id":"held-%d","queue":"held","command":"true"}`+"\n", i)
+	}
+	jobs := filepath.Join(c.home, "held.jsonl")
+	writeFile(t, jobs, file.String())
+	c.ok("enqueue", "--file", jobs)
+	c.ok("queue", "pause", "held")
+	for _, kv := range [][2]string{{"max-retries", "5"}, {"backoff-base", "3"}, {"max-backoff", "2h"}, {"timeout", "1h"}} {
+		c.ok("config", "set", kv[0], kv[1])
+	}
+	h := newPGHost(t, pg, "waiting")
+	h.startWorkers("--count", "2", "--concurrency", "4")
+
+	c.ok("migrate", "--to", pg)
+	var pending []pgJob
+	if err := json.Unmarshal([]byte(h.ok("list", "--json", "--limit", "0", "--state", "pending")), &pending); err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 40 {
+		t.Errorf("%d of the paused queue's 40 jobs pending after the copy, want all: the waiting workers ran the others", len(pending))
+	}
+}
+
 // TestE2ESmallThings: what a newcomer trips on. list --json can be fed
 // back to enqueue --file; status and stats name the total row alike; config
 // get and show write "no timeout" alike; show --json has scheduled_at.
