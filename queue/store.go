@@ -175,7 +175,9 @@ type Store interface {
 // only its length from the caller (LeaseUntil minus Now), and worker
 // heartbeats are stamped with that time too; the rescuer reads DatabaseNow
 // and compares leases and heartbeats with it, so a skewed host clock can
-// neither shorten a lease nor make a live worker look silent. A store
+// neither shorten a lease nor make a live worker look silent. ClaimJobs
+// also stamps and counts a rate-limited queue's starts on the database's
+// clock, so that claimers on skewed hosts share one window. A store
 // without it (SQLite, on one host) uses the times its callers pass.
 type DatabaseClock interface {
 	DatabaseNow(ctx context.Context) (time.Time, error)

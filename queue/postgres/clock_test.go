@@ -98,3 +98,66 @@ func TestSkewedClocksNeverRescueALiveJob(t *testing.T) {
 		})
 	}
 }
+
+// A queue's rate limit holds across hosts whose clocks disagree: its
+// starts are counted on the database's clock, so a host an hour ahead or
+// behind neither misses the starts another host just made (and starts
+// more) nor keeps counting them after the period (and starts none).
+func TestSkewedClocksShareOneRateLimit(t *testing.T) {
+	const per = 2 * time.Second
+	for _, tc := range []struct {
+		name          string
+		first, second time.Duration // each claiming host's clock error
+	}{
+		{"second ahead", 0, time.Hour},
+		{"second behind", 0, -time.Hour},
+		{"first ahead", time.Hour, 0},
+		{"first behind", -time.Hour, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, u := newSchema(t)
+			st := open(t, u)
+			// Due two hours ago, so that a worker an hour behind claims them.
+			var jobs []*queue.Job
+			for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
+				j, err := queue.NewJob{ID: id, Queue: "q", Command: "true"}.Resolve(queue.DefaultSettings(), time.Now().Add(-2*time.Hour))
+				if err != nil {
+					t.Fatal(err)
+				}
+				jobs = append(jobs, j)
+			}
+			if err := st.InsertJobs(tctx(t), jobs); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.UpdateQueueControls(tctx(t), queue.ControlUpdate{Names: []string{"q"}, Rate: &queue.RateLimit{N: 2, Per: per}}); err != nil {
+				t.Fatal(err)
+			}
+			claim := func(skew time.Duration, worker string) int {
+				now := skewedClock(skew).Now()
+				got, err := st.ClaimJobs(tctx(t), queue.ClaimParams{Worker: worker, Queues: []string{"q"}, Limit: 6, Now: now, LeaseUntil: now.Add(time.Minute)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return len(got)
+			}
+			start := time.Now()
+			if n := claim(tc.first, "first"); n != 2 {
+				t.Fatalf("the first host claimed %d jobs, want the limit's 2", n)
+			}
+			n := claim(tc.second, "second")
+			if n != 0 && time.Since(start) < per {
+				t.Fatalf("the second host claimed %d more jobs within the period, want none (limit 2 per %s)", n, per)
+			}
+			for deadline := time.Now().Add(5 * per); n == 0; n = claim(tc.second, "second") {
+				if time.Now().After(deadline) {
+					t.Fatalf("the second host claimed nothing %s after the first host's starts, want 2 once the period passed", 5*per)
+				}
+				time.Sleep(50 * time.Millisecond) // polling the claim: the period passes on the server's clock
+			}
+			if n != 2 {
+				t.Fatalf("the second host claimed %d jobs once the period passed, want 2", n)
+			}
+		})
+	}
+}

@@ -189,8 +189,8 @@ func (s *Store) claimLimited(ctx context.Context, p queue.ClaimParams, limited [
 			err := tx.QueryRow(ctx, `SELECT coalesce(sum(n), 0)::bigint FROM job_totals WHERE queue = $1 AND state = 'processing'`,
 				c.Name).Scan(&running)
 			if err == nil && c.Rate.N > 0 {
-				err = tx.QueryRow(ctx, `SELECT count(*) FROM queue_starts WHERE queue = $1 AND at > $2`,
-					c.Name, p.Now.Add(-c.Rate.Per)).Scan(&starts)
+				err = tx.QueryRow(ctx, `SELECT count(*) FROM queue_starts WHERE queue = $1 AND at > now() - $2 * interval '1 microsecond'`,
+					c.Name, c.Rate.Per.Microseconds()).Scan(&starts)
 			}
 			if err != nil {
 				return err
@@ -216,7 +216,7 @@ func (s *Store) claimLimited(ctx context.Context, p queue.ClaimParams, limited [
 		if jobs, err = scanClaimed(rows); err != nil {
 			return err
 		}
-		return recordStarts(ctx, tx, cs, jobs, p.Now)
+		return recordStarts(ctx, tx, cs, jobs)
 	})
 	return jobs, err
 }
@@ -309,8 +309,12 @@ func freeQueues(ctx context.Context, tx pgx.Tx, queues, limited []string) ([]str
 }
 
 // recordStarts notes the starts of rate-limited queues a claim made and
-// forgets those older than their period.
-func recordStarts(ctx context.Context, tx pgx.Tx, cs []queue.QueueControl, jobs []*queue.Job, now time.Time) error {
+// forgets those older than their period. Starts are stamped and counted
+// on the database's clock (the transaction's now()), as leases are
+// (queue.DatabaseClock): claimers on hosts whose clocks disagree share one
+// window, where a host ahead would miss the others' starts and a host
+// behind keep counting them long after their period.
+func recordStarts(ctx context.Context, tx pgx.Tx, cs []queue.QueueControl, jobs []*queue.Job) error {
 	for _, c := range cs {
 		if c.Rate.N <= 0 || c.Paused {
 			continue
@@ -321,12 +325,13 @@ func recordStarts(ctx context.Context, tx pgx.Tx, cs []queue.QueueControl, jobs 
 				n++
 			}
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM queue_starts WHERE queue = $1 AND at <= $2`, c.Name, now.Add(-c.Rate.Per)); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM queue_starts WHERE queue = $1 AND at <= now() - $2 * interval '1 microsecond'`,
+			c.Name, c.Rate.Per.Microseconds()); err != nil {
 			return err
 		}
 		if n > 0 {
-			if _, err := tx.Exec(ctx, `INSERT INTO queue_starts (queue, at) SELECT $1, $2 FROM generate_series(1, $3)`,
-				c.Name, now, n); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO queue_starts (queue, at) SELECT $1, now() FROM generate_series(1, $2)`,
+				c.Name, n); err != nil {
 				return err
 			}
 		}

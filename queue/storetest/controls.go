@@ -224,6 +224,10 @@ func testRateLimitWindow(t *testing.T, open Opener) {
 		insert(t, s, job(t, fmt.Sprintf("j%d", i), inQueue("q")))
 	}
 	update(t, s, queue.ControlUpdate{Names: []string{"q"}, Rate: &queue.RateLimit{N: 3, Per: time.Second}})
+	if _, ok := s.(queue.DatabaseClock); ok {
+		rateLimitWindowOnDatabaseClock(t, s)
+		return
+	}
 	steps := []struct {
 		at   time.Duration
 		want int
@@ -239,6 +243,29 @@ func testRateLimitWindow(t *testing.T, open Opener) {
 		if got := claim(t, s, "w", 10, t0.Add(st.at)); len(got) != st.want {
 			t.Fatalf("claim at +%v took %d jobs, want %d (3/s)", st.at, len(got), st.want)
 		}
+	}
+}
+
+// rateLimitWindowOnDatabaseClock is RateLimitWindow on a store that counts
+// a queue's starts on its own clock (queue.DatabaseClock): the times
+// claimers pass do not move its window, only the database's clock does.
+func rateLimitWindowOnDatabaseClock(t *testing.T, s queue.Store) {
+	t.Helper()
+	for round := range 2 {
+		// Claimers an hour apart share the window.
+		skew := time.Duration(round*2-1) * time.Hour
+		if got := claim(t, s, "w", 10, storeNow(t, s).Add(skew)); len(got) != 3 {
+			t.Fatalf("round %d: first claim took %d jobs, want 3 (3/s)", round, len(got))
+		}
+		started := storeNow(t, s) // the starts were stamped by now
+		got := claim(t, s, "w", 10, storeNow(t, s).Add(-skew))
+		if len(got) != 0 && storeNow(t, s).Before(started.Add(time.Second)) {
+			t.Fatalf("round %d: a claim within the second took %d more jobs, want none (3/s)", round, len(got))
+		}
+		storeTimeAfter(t, s, started.Add(time.Second))
+	}
+	if got := claim(t, s, "w", 10, storeNow(t, s)); len(got) != 3 {
+		t.Fatalf("claim after the window took %d jobs, want the last 3", len(got))
 	}
 }
 
