@@ -158,3 +158,48 @@ func TestEngineKillsFencedLeftoversBeforeTheLeaseEnds(t *testing.T) {
 		t.Errorf("killed processes by %q, want the fenced job's", entries)
 	}
 }
+
+// hungOnce is a store whose first heartbeat after hang is set never
+// answers (a connection whose packets a firewall silently drops) until its
+// context ends; the heartbeats after it reach the store through other
+// connections.
+type hungOnce struct {
+	queue.Store
+	hang atomic.Bool
+}
+
+func (s *hungOnce) Heartbeat(ctx context.Context, p queue.HeartbeatParams) (queue.HeartbeatResult, error) {
+	if s.hang.CompareAndSwap(true, false) {
+		<-ctx.Done()
+		return queue.HeartbeatResult{}, ctx.Err()
+	}
+	return s.Store.Heartbeat(ctx, p)
+}
+
+// One heartbeat that never answers does not stop the renewals: it is given
+// up in time for the next ones to renew the lease before the fence, and
+// the job keeps running past a whole lease.
+func TestEngineHungHeartbeatDoesNotFenceAHealthyJob(t *testing.T) {
+	base, _ := openStore(t)
+	st := &hungOnce{Store: base}
+	b := newBlocker()
+	enqueue(t, st, queue.NewJob{ID: "healthy"}, time.Now())
+	const lease = 2 * time.Second
+	eng := queue.NewEngine(st, b.runner(), queue.EngineConfig{Lease: lease, CancelPoll: 50 * time.Millisecond})
+	if err := eng.Start(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		b.releaseAll()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		eng.Stop(ctx)
+	}()
+	r := recv(t, b.started, "the job to start")
+	st.hang.Store(true)
+	select {
+	case <-r.ctx.Done():
+		t.Fatal("one hung heartbeat stopped a job whose lease the next ones could renew")
+	case <-time.After(2 * lease):
+	}
+}

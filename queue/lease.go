@@ -69,6 +69,11 @@ func (k *leaseKeeper) loop(ctx context.Context) {
 // what the store answers.
 func (k *leaseKeeper) heartbeat(ctx context.Context, ids []string) error {
 	sent, now := time.Now(), k.clock.Now() // sent: monotonic, for the fences
+	// One that gets no answer (a connection whose packets a firewall drops)
+	// is given up after a quarter of the lease, so that the next ones, on
+	// other connections, renew the leases before the fences stop the jobs.
+	ctx, cancel := context.WithTimeout(ctx, k.lease/4)
+	defer cancel()
 	p := HeartbeatParams{Worker: k.me.ID, Jobs: ids, Now: now, LeaseUntil: now.Add(k.lease)}
 	res, err := k.store.Heartbeat(ctx, p)
 	if errors.Is(err, ErrNotFound) {
