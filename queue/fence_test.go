@@ -203,3 +203,44 @@ func TestEngineHungHeartbeatDoesNotFenceAHealthyJob(t *testing.T) {
 	case <-time.After(2 * lease):
 	}
 }
+
+// listHungOnce is a store whose first worker listing after hang is set
+// never answers until its context ends, as on a connection whose packets
+// are dropped.
+type listHungOnce struct {
+	queue.Store
+	hang atomic.Bool
+}
+
+func (s *listHungOnce) ListWorkers(ctx context.Context) ([]*queue.WorkerInfo, error) {
+	if s.hang.CompareAndSwap(true, false) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.Store.ListWorkers(ctx)
+}
+
+// A rescue pass that gets no answer is given up, and the passes after it
+// rescue the jobs whose leases expired.
+func TestEngineHungRescuePassDoesNotStopRescues(t *testing.T) {
+	base, _ := openStore(t)
+	st := &listHungOnce{Store: base}
+	st.hang.Store(true)
+	enqueue(t, st, queue.NewJob{ID: "orphan"}, time.Now())
+	now := time.Now()
+	if got, err := base.ClaimJobs(testCtx(t), queue.ClaimParams{Worker: "elsewhere", Limit: 1, Now: now, LeaseUntil: now.Add(time.Second)}); err != nil || len(got) != 1 {
+		t.Fatalf("claim by another worker: %v %v", got, err)
+	}
+	b := newBlocker()
+	defer b.releaseAll()
+	eng := queue.NewEngine(st, b.runner(), queue.EngineConfig{Lease: time.Second, Rescue: 50 * time.Millisecond, Lanes: []queue.Lane{{Queues: []string{"none"}, Slots: 1}}})
+	if err := eng.Start(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		eng.Stop(ctx)
+	}()
+	waitFor(t, "the orphaned job to be rescued", func() bool { return getJob(t, base, "orphan").State != queue.StateProcessing })
+}

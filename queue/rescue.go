@@ -44,7 +44,12 @@ func (r *rescuer) Stop() { r.svc.stop() }
 
 func (r *rescuer) loop(ctx context.Context) {
 	repeat(ctx, 0, nil, func(ctx context.Context) time.Duration {
-		if _, err := r.rescueOnce(ctx); err != nil && ctx.Err() == nil {
+		// A pass that gets no answer (a connection whose packets are
+		// dropped) is given up after a lease, so that the next passes
+		// rescue what it would have.
+		pctx, cancel := context.WithTimeout(ctx, r.lease)
+		defer cancel()
+		if _, err := r.rescueOnce(pctx); err != nil && ctx.Err() == nil {
 			r.log.Warn().Err(err).Msg("rescue lost jobs")
 		}
 		return r.every
