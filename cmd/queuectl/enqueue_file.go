@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -168,7 +169,7 @@ func (a *app) importJobs(ctx context.Context, st queue.Store, src io.Reader, pat
 		// chunk.
 		var je *queue.JobError
 		if errors.As(err, &je) && errors.Is(err, queue.ErrInvalid) {
-			if where := lineOf(path, je.ID); where != "" {
+			if where := whereOf(path, ids, idw, je.ID); where != "" {
 				return usageError{fmt.Errorf("enqueue: %s %s: %w", path, where, err)}
 			}
 		}
@@ -232,30 +233,41 @@ func (c *chunk) reset() *chunk {
 	return c
 }
 
-// errFound ends lineOf's reading.
+// errFound ends whereOf's reading.
 var errFound = errors.New("found")
 
-// lineOf finds where ("line 12", "item 3") the file at path holds the job
-// with id, reading it again; "" when it cannot (standard input, a pipe, a
-// file changed meanwhile).
-func lineOf(path, id string) string {
+// whereOf finds where ("line 12", "item 3") the file at path holds the
+// job with id: its position among the ids written so far to ids (one per
+// job, in file order; a job's own comes before any job printed as it),
+// then that job of the file, read again. It finds jobs the file gave no id
+// too. "" when it cannot: standard input or a pipe (read again, a pipe
+// would wait for a writer for ever), a file changed meanwhile.
+func whereOf(path string, ids *os.File, idw *bufio.Writer, id string) string {
 	if fi, err := os.Stat(path); path == "-" || err != nil || !fi.Mode().IsRegular() {
-		return "" // a pipe read again would wait for a writer for ever
+		return ""
+	}
+	if idw.Flush() != nil {
+		return ""
+	}
+	sc := bufio.NewScanner(io.NewSectionReader(ids, 0, math.MaxInt64)) // leaves ids' offset alone
+	k := 0
+	for ; sc.Scan() && sc.Text() != id; k++ {
+	}
+	if sc.Err() != nil || sc.Text() != id {
+		return ""
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	found := ""
-	eachJob(f, path, func(where string, b []byte) error {
-		var j struct {
-			ID string `json:"id"`
-		}
-		if json.Unmarshal(b, &j) == nil && j.ID == id {
+	found, n := "", 0
+	eachJob(f, path, func(where string, _ []byte) error {
+		if n == k {
 			found = where
 			return errFound
 		}
+		n++
 		return nil
 	})
 	return found

@@ -58,6 +58,9 @@ func TestE2EEnqueueFileAllOrNothing(t *testing.T) {
 			[]string{"line 15001", `"j3"`, "already exists"}},
 		{"duplicate within a chunk", 25_000, []string{`{"id":"j20001","command":"true"}`}, []string{"line 25001", `"j20001"`, "already exists"}},
 		{"after an unknown job", 25_000, []string{`{"id":"x","command":"true","after":["j3","nope"]}`}, []string{"line 25001", `"x"`, `"nope"`}},
+		// Found by its place among the ids printed: the file gave it none.
+		{"a job without an id after an unknown job, in a middle chunk", 15_000,
+			append([]string{`{"command":"true","after":["nope"]}`}, more...), []string{"line 15001", `"nope"`}},
 		{"after each other", 25_000, []string{`{"id":"x","command":"true","after":["y"]}`, `{"id":"y","command":"true","after":["x"]}`},
 			[]string{"line 25001", `"x" runs after "y" runs after "x"`, "wait for each other"}},
 		{"line over the limit", 25_000, []string{`{"command":"` + strings.Repeat("x", 16<<20) + `"}`, `{"command":"true"}`},
