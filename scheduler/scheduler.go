@@ -48,6 +48,11 @@ type Config struct {
 	OnTime time.Duration
 	// Rand returns a number in [0,1) for jitter; default math/rand.
 	Rand func() float64
+	// TickTimeout bounds one tick's store calls; default 30s. A tick stuck
+	// on a connection whose packets are dropped (no answer, no error for
+	// as long as TCP takes to give up, about 15 minutes) is given up, and
+	// the next tick tries again, its missed slots caught up.
+	TickTimeout time.Duration
 }
 
 // maxScan bounds how many slots one template's catch-up walks through.
@@ -83,6 +88,9 @@ func New(store Store, cfg Config) *Scheduler {
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
+	}
+	if cfg.TickTimeout <= 0 {
+		cfg.TickTimeout = 30 * time.Second
 	}
 	return &Scheduler{store: store, cfg: cfg, log: cfg.Log.With().Str("component", "scheduler").Logger(), specs: map[string]*cronspec.Schedule{},
 		failing: map[string]*tickFailures{}}
@@ -132,7 +140,9 @@ func (s *Scheduler) loop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		next, err := s.Tick(ctx)
+		tctx, cancel := context.WithTimeout(ctx, s.cfg.TickTimeout)
+		next, err := s.Tick(tctx)
+		cancel()
 		if ctx.Err() == nil {
 			failing.note(s.log, s.cfg.Clock.Now(), err, "scheduler tick", "scheduler ticks again")
 		}

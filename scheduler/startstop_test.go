@@ -120,3 +120,41 @@ func TestFailingTicksLogOnce(t *testing.T) {
 		t.Fatalf("the recovery line does not count the failures:\n%s", out)
 	}
 }
+
+// stuckStore's first read of the templates gets no answer until its
+// context ends, as on a connection whose packets are dropped; later reads
+// answer.
+type stuckStore struct {
+	ctxStore
+	stuck atomic.Bool
+}
+
+func (s *stuckStore) Templates(ctx context.Context) ([]*queue.Template, error) {
+	if !s.stuck.Swap(true) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.ctxStore.Templates(ctx)
+}
+
+// A tick that gets no answer is given up after the tick timeout and the
+// next tick runs, rather than waiting as long as the connection lasts.
+func TestStuckTickIsGivenUp(t *testing.T) {
+	st := &stuckStore{ctxStore: ctxStore{ctxs: map[context.Context]bool{}}}
+	var logs syncbuf.Buffer
+	s := scheduler.New(st, scheduler.Config{Tick: time.Millisecond, TickTimeout: 50 * time.Millisecond, Log: zerolog.New(&logs)})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(context.Background())
+	deadline := time.Now().Add(10 * time.Second)
+	for all, _ := st.loops(); all == 0; all, _ = st.loops() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no tick after the stuck one:\n%s", logs.String())
+		}
+		time.Sleep(time.Millisecond) // polling, with a deadline
+	}
+	if !strings.Contains(logs.String(), "deadline exceeded") {
+		t.Errorf("the stuck tick was not logged:\n%s", logs.String())
+	}
+}
