@@ -532,6 +532,33 @@ func TestOpenUnreachableSaysConnect(t *testing.T) {
 	}
 }
 
+// A server that accepts the connection and never answers is given up on
+// after the default connect timeout, when the URL sets none: libpq's
+// default would wait for ever, and so would every command.
+func TestOpenSilentServerTimesOut(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered
+		}
+	}()
+	t.Setenv("PGCONNECT_TIMEOUT", "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // the test's own bound
+	defer cancel()
+	_, err = postgres.Open(ctx, "postgres://root@"+l.Addr().String()+"/test?sslmode=disable")
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("open of a server that never answers: %v (the test's bound passed: %v)", err, ctx.Err() != nil)
+	}
+}
+
 // A file the server refuses part-way (a recurring job's name holding a
 // NUL, which no text column takes) changes nothing.
 func TestApplyConfigFailingLateChangesNothing(t *testing.T) {

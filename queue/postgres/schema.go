@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"os"
 	"sort"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -66,10 +69,19 @@ func Migrate(ctx context.Context, url string) (applied int, err error) {
 	return applied, nil
 }
 
+// defaultConnectTimeout bounds a connection's start when neither the URL
+// (connect_timeout) nor PGCONNECT_TIMEOUT says: libpq's default is to wait
+// for ever, and a server that accepts the connection and never answers
+// would hang every command.
+const defaultConnectTimeout = 10 * time.Second
+
 func parseConfig(url string) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 && !strings.Contains(url, "connect_timeout") && os.Getenv("PGCONNECT_TIMEOUT") == "" {
+		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = defaultAppName
