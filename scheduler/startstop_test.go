@@ -16,8 +16,8 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// ctxStore records the context of every scheduler loop that reads the
-// templates: one context per loop.
+// ctxStore records the context of every read of the templates (each tick
+// has its own, ended with the tick or its loop).
 type ctxStore struct {
 	scheduler.Store
 	mu   sync.Mutex
@@ -46,18 +46,32 @@ func (s *ctxStore) loops() (all, live int) {
 	return all, live
 }
 
+// blockingStore's reads of the templates wait until their context ends:
+// a loop makes one read, held until Stop, so the reads count the loops.
+type blockingStore struct {
+	ctxStore
+	calls atomic.Int32
+}
+
+func (s *blockingStore) Templates(ctx context.Context) ([]*queue.Template, error) {
+	s.calls.Add(1)
+	s.ctxStore.Templates(ctx)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
 // A second Start runs no second loop, Stop twice returns, and no loop
 // outlives Stop; a Start after Stop does not start again.
 func TestStartStopTwice(t *testing.T) {
-	st := &ctxStore{ctxs: map[context.Context]bool{}}
-	s := scheduler.New(st, scheduler.Config{Tick: time.Millisecond})
+	st := &blockingStore{ctxStore: ctxStore{ctxs: map[context.Context]bool{}}}
+	s := scheduler.New(st, scheduler.Config{Tick: time.Millisecond, TickTimeout: time.Hour})
 	for range 2 {
 		if err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for all, _ := st.loops(); all == 0; all, _ = st.loops() {
+	for st.calls.Load() == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the scheduler never ticked")
 		}
@@ -68,8 +82,8 @@ func TestStartStopTwice(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if all, live := st.loops(); all != 1 || live != 0 {
-		t.Fatalf("%d loops ran, %d still running after Stop; want 1 and 0", all, live)
+	if all, live := st.loops(); st.calls.Load() != 1 || all != 1 || live != 0 {
+		t.Fatalf("%d loops ran, %d still running after Stop; want 1 and 0", st.calls.Load(), live)
 	}
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
