@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -277,4 +278,13 @@ func (h *harness) page(path string, c *http.Cookie) (string, string) {
 		h.t.Fatalf("%s: no CSRF token in the page", path)
 	}
 	return string(body), string(m[1])
+}
+
+// deadJobs adds jobs ids to queue q, each dead after its one attempt.
+func (h *harness) deadJobs(q string, ids ...string) {
+	h.t.Helper()
+	for _, id := range ids {
+		h.enqueue(`{"id":` + strconv.Quote(id) + `,"command":"false","max_retries":0,"queue":` + strconv.Quote(q) + `}`)
+		h.runJob(id, queue.OutcomeFailed, "")
+	}
 }

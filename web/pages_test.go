@@ -564,10 +564,7 @@ func TestChartAxisLabels(t *testing.T) {
 // been retried or deleted, and going back to it was a 400.
 func TestDLQBulkActionFromALaterPage(t *testing.T) {
 	h := tokens(t)
-	for _, id := range []string{"d1", "d2"} {
-		h.enqueue(`{"id":"` + id + `","command":"false","max_retries":0,"queue":"mail&more"}`)
-		h.runJob(id, queue.OutcomeFailed, "")
-	}
+	h.deadJobs("mail&more", "d1", "d2")
 	c := h.signIn(adminToken)
 	back := regexp.MustCompile(`action="/dlq/discard"[^>]*>\s*<input type="hidden" name="csrf" value="[^"]*"><input type="hidden" name="queue" value="[^"]*"><input type="hidden" name="back" value="([^"]*)">`)
 	page, csrf := h.page("/dlq?queue=mail%26more&after=d2", c)
@@ -609,10 +606,7 @@ func storedControl(t *testing.T, st queue.Store, name string) queue.QueueControl
 // page's do: only the navigation led back, and it drops the queue.
 func TestDLQLaterPageLinksTheFirst(t *testing.T) {
 	h := tokens(t)
-	for _, id := range []string{"d1", "d2"} {
-		h.enqueue(`{"id":"` + id + `","command":"false","max_retries":0,"queue":"mail&more"}`)
-		h.runJob(id, queue.OutcomeFailed, "")
-	}
+	h.deadJobs("mail&more", "d1", "d2")
 	c := h.signIn(viewerToken)
 	page, _ := h.page("/dlq?queue=mail%26more&after=d2", c)
 	if !strings.Contains(page, `href="/dlq?queue=mail%26more">« Newest</a>`) {

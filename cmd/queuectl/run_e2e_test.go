@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -12,32 +11,23 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/queuectl/queuectl/internal/testutil/syncbuf"
 )
 
-// service is a `queuectl run` process under test.
+// service is a `queuectl run` process under test; its output is collected
+// in logs.
 type serviceProc struct {
 	t    *testing.T
 	cmd  *exec.Cmd
-	mu   sync.Mutex
-	logs bytes.Buffer
+	logs syncbuf.Buffer
 	done chan error
 }
 
-func (s *serviceProc) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.logs.Write(p)
-}
-
-func (s *serviceProc) log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.logs.String()
-}
+func (s *serviceProc) log() string { return s.logs.String() }
 
 func (c *cli) startService(args ...string) *serviceProc {
 	c.t.Helper()
@@ -70,7 +60,7 @@ func (c *cli) launchService(env []string, args ...string) *serviceProc {
 	c.t.Helper()
 	s := &serviceProc{t: c.t, cmd: c.cmd(append([]string{"run", "--log-format", "json"}, args...)...), done: make(chan error, 1)}
 	s.cmd.Env = append(s.cmd.Env, env...)
-	s.cmd.Stdout, s.cmd.Stderr = s, s
+	s.cmd.Stdout, s.cmd.Stderr = &s.logs, &s.logs
 	if err := s.cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}
