@@ -16,9 +16,15 @@ type settleTx struct{ tx conn }
 // two of its dependencies finish at once, the second settle waits for the
 // first and then, in a fresh statement, sees both completed.
 func (t settleTx) WaitingDependents(ctx context.Context, ids []string) ([]storekit.Dependent, error) {
-	rows, err := t.tx.Query(ctx, `SELECT d.job_id, d.dep_id, coalesce(j.state, '')
+	return t.dependents(ctx, `SELECT d.job_id, d.dep_id, coalesce(j.state, '')
 		FROM job_deps d JOIN jobs w ON w.id = d.job_id LEFT JOIN jobs j ON j.id = d.dep_id
 		WHERE d.dep_id = ANY($1) AND w.state = 'waiting' ORDER BY d.job_id FOR UPDATE OF w`, ids)
+}
+
+// dependents runs query, which selects (job, dependency, the dependency's
+// state) rows for ids, its one argument.
+func (t settleTx) dependents(ctx context.Context, query string, ids []string) ([]storekit.Dependent, error) {
+	rows, err := t.tx.Query(ctx, query, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -57,18 +63,7 @@ func (t settleTx) CancelWaiting(ctx context.Context, id, reason string, now time
 // round trip.
 const hasDependents = `SELECT EXISTS (SELECT 1 FROM job_deps WHERE dep_id = ANY($1))`
 
-func (t settleTx) AfterStates(ctx context.Context, id string) ([]string, map[string]queue.State, error) {
-	rows, err := t.tx.Query(ctx, `SELECT d.dep_id, coalesce(j.state, '') FROM job_deps d
-		LEFT JOIN jobs j ON j.id = d.dep_id WHERE d.job_id = $1 ORDER BY d.dep_id`, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	var after []string
-	states := map[string]queue.State{}
-	var dep, state string
-	_, err = pgx.ForEachRow(rows, []any{&dep, &state}, func() error {
-		after, states[dep] = append(after, dep), queue.State(state)
-		return nil
-	})
-	return after, states, err
+func (t settleTx) AfterStates(ctx context.Context, ids []string) ([]storekit.Dependent, error) {
+	return t.dependents(ctx, `SELECT d.job_id, d.dep_id, coalesce(j.state, '') FROM job_deps d
+		LEFT JOIN jobs j ON j.id = d.dep_id WHERE d.job_id = ANY($1) ORDER BY d.job_id, d.dep_id`, ids)
 }

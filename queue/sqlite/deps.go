@@ -20,10 +20,19 @@ type settleTx struct {
 }
 
 func (t settleTx) WaitingDependents(ctx context.Context, ids []string) ([]storekit.Dependent, error) {
-	b, _ := json.Marshal(ids)
-	rows, err := t.tx.QueryContext(ctx, `SELECT d.job_id, d.dep_id, coalesce(j.state, '')
+	return t.dependents(ctx, `SELECT d.job_id, d.dep_id, coalesce(j.state, '')
 		FROM job_deps d JOIN jobs w ON w.id = d.job_id AND w.state = 'waiting' LEFT JOIN jobs j ON j.id = d.dep_id
-		WHERE d.dep_id IN (SELECT value FROM json_each(?)) ORDER BY d.job_id`, string(b))
+		WHERE d.dep_id IN (SELECT value FROM json_each(?)) ORDER BY d.job_id`, ids)
+}
+
+// dependents runs query, which selects (job, dependency, the dependency's
+// state) rows for the ids its one argument lists as a JSON array.
+func (t settleTx) dependents(ctx context.Context, query string, ids []string) ([]storekit.Dependent, error) {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.QueryContext(ctx, query, string(list))
 	if err != nil {
 		return nil, err
 	}
@@ -72,21 +81,8 @@ func (t settleTx) leaveWaiting(ctx context.Context, to queue.State, move string,
 	return err
 }
 
-func (t settleTx) AfterStates(ctx context.Context, id string) ([]string, map[string]queue.State, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT d.dep_id, coalesce(j.state, '') FROM job_deps d
-		LEFT JOIN jobs j ON j.id = d.dep_id WHERE d.job_id = ? ORDER BY d.dep_id`, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
-	var after []string
-	states := map[string]queue.State{}
-	for rows.Next() {
-		var dep, state string
-		if err := rows.Scan(&dep, &state); err != nil {
-			return nil, nil, err
-		}
-		after, states[dep] = append(after, dep), queue.State(state)
-	}
-	return after, states, rows.Err()
+func (t settleTx) AfterStates(ctx context.Context, ids []string) ([]storekit.Dependent, error) {
+	return t.dependents(ctx, `SELECT d.job_id, d.dep_id, coalesce(j.state, '') FROM job_deps d
+		LEFT JOIN jobs j ON j.id = d.dep_id WHERE d.job_id IN (SELECT value FROM json_each(?))
+		ORDER BY d.job_id, d.dep_id`, ids)
 }

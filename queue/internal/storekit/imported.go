@@ -10,9 +10,10 @@ import (
 // ImportedTx is what SettleImported needs from a store's transaction.
 type ImportedTx interface {
 	SettleTx
-	// AfterStates returns the jobs id runs after and their states ("" for
-	// one that no longer exists).
-	AfterStates(ctx context.Context, id string) (after []string, states map[string]queue.State, err error)
+	// AfterStates returns the jobs each of ids runs after with their
+	// states ("" for one that no longer exists), one row per (job,
+	// dependency): one query for a chunk of jobs, not one per job.
+	AfterStates(ctx context.Context, ids []string) ([]Dependent, error)
 }
 
 // SettleImported decides again, as the import becomes visible, whether
@@ -25,13 +26,22 @@ type ImportedTx interface {
 // runs after it may be visible and waiting already (it came before it in
 // the file, or sorts before it), and would otherwise wait for ever.
 func SettleImported(ctx context.Context, tx ImportedTx, ids []string, now time.Time) error {
+	deps, err := tx.AfterStates(ctx, ids)
+	if err != nil {
+		return err
+	}
+	after := make(map[string][]string, len(ids))
+	states := make(map[string]map[string]queue.State, len(ids))
+	for _, d := range deps {
+		after[d.JobID] = append(after[d.JobID], d.DepID)
+		if states[d.JobID] == nil {
+			states[d.JobID] = map[string]queue.State{}
+		}
+		states[d.JobID][d.DepID] = d.DepState
+	}
 	var cancelled []string
 	for _, id := range ids {
-		after, states, err := tx.AfterStates(ctx, id)
-		if err != nil {
-			return err
-		}
-		state, reason, err := queue.DecideAfter(after, states)
+		state, reason, err := queue.DecideAfter(after[id], states[id])
 		if err != nil {
 			return err
 		}
