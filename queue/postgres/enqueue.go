@@ -145,7 +145,7 @@ func (t insertTx) UniqueHolder(ctx context.Context, key string, since time.Time)
 	var id string
 	err := t.tx.QueryRow(ctx, `SELECT id FROM jobs WHERE unique_key = $1
 		AND (state NOT IN ('completed', 'dead', 'cancelled') OR ($2::timestamptz IS NOT NULL AND updated_at >= $2))
-		ORDER BY updated_at DESC LIMIT 1`, key, nullTime(since)).Scan(&id)
+		ORDER BY updated_at DESC, seq DESC LIMIT 1`, key, nullTime(since)).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", false, nil
 	}

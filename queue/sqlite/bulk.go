@@ -23,15 +23,17 @@ import (
 //     the import's id. No reader shows a staged job and no claim takes one;
 //     the id is taken, so a duplicate is found at once. A job with a
 //     unique key or dependencies goes through storekit.Insert: its key is
-//     held (by the unique index) from then on, and the jobs it runs after
-//     exist, are staged earlier by this import, or are to come later in it.
+//     held (by the unique index) from then on, unless it was decided
+//     cancelled (its reason in error: such a job holds no key, as at
+//     enqueue), and the jobs it runs after exist, are staged earlier by
+//     this import, or are to come later in it.
 //  3. Commit is one short durable transaction marking the
 //     import committed: from then on it will be published. When a job
 //     named one to come later, it first checks that every job the
 //     import's jobs run after exists, and that they do not wait for each
 //     other (storekit.CheckLater). Publishing
-//     turns staged jobs pending (waiting, for those with dependencies) in
-//     chunks of queue.ImportChunk; jobs become visible chunk by chunk over
+//     turns staged jobs pending (waiting, for those with dependencies;
+//     cancelled, for those decided so) in chunks of queue.ImportChunk; jobs become visible chunk by chunk over
 //     about a second. In the same transaction, the waiting jobs of the chunk
 //     are settled against their dependencies as they are now
 //     (storekit.SettleImported): one may have finished meanwhile.
@@ -175,10 +177,13 @@ func (b *bulkImport) Abort(ctx context.Context) error {
 }
 
 // publishChunk makes a chunk of a committed import's staged jobs pending,
-// or waiting when they have dependencies, and settles those against the
-// dependencies' states now. It returns how many it published.
+// or waiting when they have dependencies, or cancelled when they were
+// decided so as they were staged (the reason in error): such a job never
+// waits, so it never takes back the unique key it let go of (migration
+// 15). It returns each job's id, queue and state.
 func publishChunk() string {
 	return `UPDATE jobs SET import_id = NULL, state = CASE
+	WHEN error IS NOT NULL THEN 'cancelled'
 	WHEN EXISTS (SELECT 1 FROM job_deps d WHERE d.job_id = jobs.id) THEN 'waiting' ELSE 'pending' END
 	WHERE rowid IN (` + stagedRows + limitTo(queue.ImportChunk) + `) RETURNING id, queue, state`
 }
@@ -193,7 +198,7 @@ func (s *Store) publish(ctx context.Context, id string) error {
 			if err != nil {
 				return err
 			}
-			var waiting []string
+			var waiting, cancelled []string
 			for n = 0; rows.Next(); n++ {
 				var jid, q, state string
 				if err := rows.Scan(&jid, &q, &state); err != nil {
@@ -201,15 +206,25 @@ func (s *Store) publish(ctx context.Context, id string) error {
 					return err
 				}
 				s.tally.move(q, stateStaged, queue.State(state))
-				if state == string(queue.StateWaiting) {
+				switch queue.State(state) {
+				case queue.StateWaiting:
 					waiting = append(waiting, jid)
+				case queue.StateCancelled:
+					cancelled = append(cancelled, jid)
 				}
 			}
 			rows.Close()
 			if err := rows.Err(); err != nil {
 				return err
 			}
-			return storekit.SettleImported(ctx, settleTx{tx, &s.tally}, waiting, time.Now().UTC())
+			now := time.Now().UTC()
+			if err := storekit.SettleImported(ctx, settleTx{tx, &s.tally}, waiting, now); err != nil {
+				return err
+			}
+			// A job of the import published earlier may wait for one
+			// published cancelled now (it named a later line).
+			_, err = storekit.Settle(ctx, settleTx{tx, &s.tally}, cancelled, now)
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("publish jobs: %w", err)
@@ -379,9 +394,12 @@ func (t laterTx) Edges(ctx context.Context) ([][2]string, error) {
 	return t.pairs(ctx, laterEdges)
 }
 
+// DependencyStates reads a job this import staged cancelled (its reason
+// in error) as cancelled, as the jobs after it would have read it had the
+// file been enqueued one job at a time.
 func (t stagedTx) DependencyStates(ctx context.Context, ids []string) (map[string]queue.State, error) {
-	return t.states(ctx, `SELECT id, state FROM jobs WHERE id IN (SELECT value FROM json_each(?1))
-		AND (state <> 'staged' OR import_id = ?2)`, ids, t.importID)
+	return t.states(ctx, `SELECT id, CASE WHEN state = 'staged' AND error IS NOT NULL THEN 'cancelled' ELSE state END
+		FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) AND (state <> 'staged' OR import_id = ?2)`, ids, t.importID)
 }
 
 func (t stagedTx) Insert(ctx context.Context, j *queue.Job) (bool, error) {

@@ -89,8 +89,9 @@ type insertTx struct {
 func (t insertTx) UniqueHolder(ctx context.Context, key string, since time.Time) (string, bool, error) {
 	var id string
 	err := t.tx.QueryRowContext(ctx, `SELECT id FROM jobs WHERE unique_key = ?1
-		AND (state NOT IN ('completed', 'dead', 'cancelled') OR (?2 > 0 AND updated_at >= ?2))
-		ORDER BY updated_at DESC LIMIT 1`, key, toUSOrZero(since)).Scan(&id)
+		AND (state NOT IN ('completed', 'dead', 'cancelled') AND NOT (state = 'staged' AND error IS NOT NULL)
+			OR (?2 > 0 AND updated_at >= ?2))
+		ORDER BY updated_at DESC, rowid DESC LIMIT 1`, key, toUSOrZero(since)).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}

@@ -223,7 +223,16 @@ func testImportAfterLater(t *testing.T, open Opener) {
 	if err := imp.Commit(ctx(t)); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
-	for _, id := range []string{"a", "b"} {
+	// The same a whole chunk of other jobs apart: a store may make the
+	// import visible a chunk at a time.
+	imp = begin(t, s)
+	stage(t, imp, []*queue.Job{job(t, "a2", after("b2"))})
+	stage(t, imp, chunkOf(t, "fill", queue.ImportChunk))
+	stage(t, imp, []*queue.Job{job(t, "b2", after("gone"))})
+	if err := imp.Commit(ctx(t)); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	for _, id := range []string{"a", "b", "a2", "b2"} {
 		if got := get(t, s, id); got.State != queue.StateCancelled {
 			t.Errorf("%s, after a cancelled job: %s, want cancelled", id, got.State)
 		}

@@ -90,6 +90,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"ImportAfterLater", testImportAfterLater},
 		{"ImportUniqueKey", testImportUniqueKey},
 		{"AfterAJobNotAdded", testAfterAJobNotAdded},
+		{"ImportDecidesAsInserts", testImportDecidesAsInserts},
 		{"LabelsAndHooks", testLabelsAndHooks},
 		{"UniqueKey", testUniqueKey},
 		{"UniqueKeyRace", testUniqueKeyRace},
