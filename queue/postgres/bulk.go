@@ -28,9 +28,10 @@ import (
 // goroutines. Memory is two chunks: the one being copied and the one
 // being read.
 //
-// A chunk holding a job with a unique key or dependencies goes job by job
-// through storekit.Insert instead, in the import's transaction, so each
-// sees the jobs staged before it. The jobs it runs after are read without
+// A chunk holding a job with a unique key or dependencies is decided job
+// by job by storekit.Insert instead, so each sees the jobs staged before
+// it, from what two queries read before the chunk, and is written in a few
+// statements (chunkTx, stage.go). The jobs it runs after are read without
 // holding them against a finish (FOR KEY SHARE only keeps them from being
 // deleted): a finish must not wait for a long import. Instead Commit
 // settles the import's waiting jobs against their dependencies as they are
@@ -56,6 +57,9 @@ type bulkImport struct {
 	// later: a job was staged after a job not stored or staged yet
 	// (storekit.LaterTx); Commit checks the import's dependencies.
 	later bool
+	// chunkRead, when not nil, runs between a shaped chunk's reads and
+	// its decisions: tests put another session's enqueue there.
+	chunkRead func()
 }
 
 var _ queue.Import = (*bulkImport)(nil)
@@ -128,28 +132,59 @@ func takenID(err error) (string, bool) {
 	return rest[:end], true
 }
 
-// stageShaped inserts jobs one at a time, each seeing those before it, and
-// notes the ones with dependencies.
+// stageShaped stages a chunk that holds jobs with a unique key or
+// dependencies, each job seeing those before it (chunkTx, in stage.go),
+// and notes the ones with dependencies.
 func (b *bulkImport) stageShaped(ctx context.Context, jobs []*queue.Job) error {
+	c, err := readChunk(ctx, b.tx, &b.later, jobs)
+	if err != nil {
+		return err
+	}
+	if b.chunkRead != nil {
+		b.chunkRead()
+	}
 	for _, j := range jobs {
-		if err := storekit.Insert(ctx, stagedTx{insertTx{b.tx}, &b.later}, j, &b.aliases); err != nil {
+		if err := storekit.Insert(ctx, c, j, &b.aliases); err != nil {
 			return err
 		}
-		// Every job with dependencies is noted, not only the waiting
-		// ones: a job cancelled at staging (a dependency dead) may also
-		// name one not staged yet, which the commit checks (CheckLater).
-		if j.ExistingID != "" || len(j.After) == 0 {
-			continue
-		}
-		if !b.waiting {
-			if _, err := b.tx.Exec(ctx, `CREATE TEMP TABLE import_waiting (id text PRIMARY KEY) ON COMMIT DROP`); err != nil {
+	}
+	written, err := c.write(ctx)
+	if err != nil {
+		return err
+	}
+	if !written { // a unique key taken meanwhile: one job at a time
+		for _, j := range jobs {
+			j.ExistingID = ""
+			if err := storekit.Insert(ctx, stagedTx{insertTx{b.tx}, &b.later}, j, &b.aliases); err != nil {
 				return err
 			}
-			b.waiting = true
 		}
-		if _, err := b.tx.Exec(ctx, `INSERT INTO import_waiting (id) VALUES ($1)`, j.ID); err != nil {
-			return err
+	}
+	return b.noteWaiting(ctx, jobs)
+}
+
+// noteWaiting notes in import_waiting the jobs staged with dependencies:
+// every one, not only the waiting ones, since a job cancelled at staging
+// (a dependency dead) may also name one not staged yet, which the commit
+// checks (CheckLater).
+func (b *bulkImport) noteWaiting(ctx context.Context, jobs []*queue.Job) error {
+	var ids [][]any
+	for _, j := range jobs {
+		if j.ExistingID == "" && len(j.After) > 0 {
+			ids = append(ids, []any{j.ID})
 		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if !b.waiting {
+		if _, err := b.tx.Exec(ctx, `CREATE TEMP TABLE import_waiting (id text PRIMARY KEY) ON COMMIT DROP`); err != nil {
+			return fmt.Errorf("note waiting jobs: %w", err)
+		}
+		b.waiting = true
+	}
+	if _, err := b.tx.CopyFrom(ctx, pgx.Identifier{"import_waiting"}, []string{"id"}, pgx.CopyFromRows(ids)); err != nil {
+		return fmt.Errorf("note waiting jobs: %w", err)
 	}
 	return nil
 }

@@ -69,3 +69,8 @@ var RowOutcomes = rowOutcomes
 
 // NextRunSQL exposes NextRunAt's statement for the plan test.
 var NextRunSQL = nextRunSQL
+
+// AfterChunkRead makes imp, a PostgreSQL import, run f between the reads
+// of each chunk holding a job with a unique key or dependencies and that
+// chunk's decisions.
+func AfterChunkRead(imp queue.Import, f func()) { imp.(*bulkImport).chunkRead = f }

@@ -137,6 +137,10 @@ func testImportDuplicate(t *testing.T, open Opener) {
 		// its failure is reported there, and still at the Commit after.
 		{"a stored job's id in a chunk written job by job", []*queue.Job{
 			job(t, "keyed", func(n *queue.NewJob) { n.UniqueKey = "k" }), job(t, "taken", nil)}, "taken"},
+		{"an id twice in a chunk written job by job", []*queue.Job{
+			job(t, "twice", nil), job(t, "keyed", func(n *queue.NewJob) { n.UniqueKey = "k" }), job(t, "twice", nil)}, "twice"},
+		{"an id staged before in a chunk written job by job", []*queue.Job{
+			job(t, "keyed", func(n *queue.NewJob) { n.UniqueKey = "k" }), job(t, "a3", nil)}, "a3"},
 	}
 	// Each case ends at Commit, or at one more Stage first (of jobs, or of
 	// none, which only waits for the chunk), where the store reports the

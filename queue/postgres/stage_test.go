@@ -1,0 +1,65 @@
+package postgres_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
+	"github.com/queuectl/queuectl/queue/postgres"
+)
+
+// An import decides a chunk's unique keys from one read made before the
+// chunk. When another session takes one of those keys after that read,
+// the chunk is stored as if enqueued one job at a time after that session:
+// the import's job with the key is not added, its holder is named, and a
+// job after it runs after the holder; the job counts stay true.
+func TestImportChunkKeyTakenAfterRead(t *testing.T) {
+	schema, u := newSchema(t)
+	t.Cleanup(func() { checkJobTotals(t, schema) })
+	s, other := open(t, u), open(t, u)
+	mk := func(id, key string, after ...string) *queue.Job {
+		j, err := queue.NewJob{ID: id, Command: "true", UniqueKey: key, After: after}.Resolve(queue.DefaultSettings(), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	imp, err := s.BeginImport(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer imp.Abort(tctx(t))
+	took := false
+	postgres.AfterChunkRead(imp, func() {
+		if !took {
+			took = true
+			if err := other.InsertJobs(tctx(t), []*queue.Job{mk("theirs", "k")}); err != nil {
+				t.Errorf("enqueue from another session: %v", err)
+			}
+		}
+	})
+	mine, next, free := mk("mine", "k"), mk("next", "", "mine"), mk("free", "k2")
+	if err := imp.Stage(tctx(t), []*queue.Job{mine, next, free}); err != nil {
+		t.Fatalf("stage: %v", err)
+	}
+	if err := imp.Commit(tctx(t)); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if !took {
+		t.Fatal("the import read no chunk")
+	}
+	if mine.ExistingID != "theirs" || free.ExistingID != "" {
+		t.Fatalf("ExistingID: mine %q, free %q; want theirs, none", mine.ExistingID, free.ExistingID)
+	}
+	if _, err := s.GetJob(tctx(t), "mine"); err == nil {
+		t.Fatal("the job whose key was taken was stored")
+	}
+	got, err := s.GetJob(tctx(t), "next")
+	if err != nil || got.State != queue.StateWaiting || !slices.Equal(got.After, []string{"theirs"}) {
+		t.Fatalf("next: %+v, %v; want waiting after [theirs]", got, err)
+	}
+	if got, err := s.GetJob(tctx(t), "free"); err != nil || got.State != queue.StatePending {
+		t.Fatalf("free: %+v, %v; want pending", got, err)
+	}
+}
