@@ -156,8 +156,10 @@ func wrapArgs(c *cobra.Command) {
 	}
 }
 
-// home is $QUEUECTL_HOME (default ~/.queuectl), created on first use.
-func (a *app) home() (string, error) {
+// homeDir is $QUEUECTL_HOME (default ~/.queuectl). It is not created: a
+// command that only reads leaves no trace on a host where nothing has
+// written yet. An existing one is tightened (tightenHome).
+func (a *app) homeDir() (string, error) {
 	h := a.getenv("QUEUECTL_HOME")
 	if h == "" {
 		u, err := os.UserHomeDir()
@@ -166,10 +168,20 @@ func (a *app) home() (string, error) {
 		}
 		h = filepath.Join(u, ".queuectl")
 	}
+	tightenHome(h, a.getenv("QUEUECTL_HOME") == "")
+	return h, nil
+}
+
+// home is homeDir, created (0700) if it does not exist: for commands that
+// write there (the database, workers' logs).
+func (a *app) home() (string, error) {
+	h, err := a.homeDir()
+	if err != nil {
+		return "", err
+	}
 	if err := os.MkdirAll(h, 0o700); err != nil {
 		return "", fmt.Errorf("create %s: %w", h, err)
 	}
-	tightenHome(h, a.getenv("QUEUECTL_HOME") == "")
 	return h, nil
 }
 
@@ -206,8 +218,19 @@ func (a *app) warnReadable(path string) {
 // dsn is the database the command uses: --db, then $QUEUECTL_DB, then the
 // database of the configuration file (-c FILE or $QUEUECTL_CONFIG), then
 // $QUEUECTL_HOME/queue.db. So every command of a service sees the
-// database its `run -c FILE` uses.
+// database its `run -c FILE` uses. It creates nothing: a command that may
+// create the database uses createDSN.
 func (a *app) dsn() (string, error) {
+	return a.resolveDSN(false)
+}
+
+// createDSN is dsn for a command that may create the database (one that
+// writes): when it is the home's, the home is created.
+func (a *app) createDSN() (string, error) {
+	return a.resolveDSN(true)
+}
+
+func (a *app) resolveDSN(create bool) (string, error) {
 	if a.dbFlag != "" {
 		if err := checkDSN("--db", a.dbFlag); err != nil {
 			return "", err
@@ -231,7 +254,11 @@ func (a *app) dsn() (string, error) {
 			return f.Database, nil
 		}
 	}
-	h, err := a.home()
+	home := a.homeDir
+	if create {
+		home = a.home
+	}
+	h, err := home()
 	if err != nil {
 		return "", err
 	}
@@ -291,7 +318,7 @@ func openStoreWith(ctx context.Context, dsn string, o sqlite.Options) (queue.Sto
 
 // store opens the command's database.
 func (a *app) store(ctx context.Context) (queue.Store, error) {
-	dsn, err := a.dsn()
+	dsn, err := a.createDSN()
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +330,11 @@ func (a *app) store(ctx context.Context) (queue.Store, error) {
 // naming the path and where it came from; the error wraps
 // sqlite.ErrNoDatabase.
 func (a *app) openStore(cmd *cobra.Command, o sqlite.Options) (queue.Store, error) {
-	dsn, err := a.dsn()
+	resolve := a.createDSN
+	if o.MustExist {
+		resolve = a.dsn // nothing is created, not even the home
+	}
+	dsn, err := resolve()
 	if err != nil {
 		return nil, err
 	}

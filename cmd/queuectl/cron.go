@@ -259,7 +259,7 @@ the copy. The target must hold no jobs. Then point the services at URL
 			if cmd.Flags().Changed("to") {
 				return a.migrateTo(cmd, to)
 			}
-			dsn, err := a.dsn()
+			dsn, err := a.createDSN()
 			if err != nil {
 				return err
 			}

@@ -786,6 +786,61 @@ func TestE2EReadCommandsCreateNoDatabase(t *testing.T) {
 	}
 }
 
+// A command that only reads creates no home either: on a host where
+// nothing has written yet, it says there is no database and leaves no
+// directory behind. The first command that writes creates the home, 0700.
+func TestE2EReadCommandsCreateNoHome(t *testing.T) {
+	top := t.TempDir()
+	home := filepath.Join(top, "home")
+	cfg := filepath.Join(top, "queue.hcl")
+	writeFile(t, cfg, "job \"nightly\" {\n  schedule = \"0 3 * * *\"\n  command  = \"true\"\n}\n")
+	run := func(args ...string) (string, string, int) {
+		t.Helper()
+		cmd := exec.Command(binary, args...)
+		cmd.Env = append(os.Environ(), "QUEUECTL_HOME="+home, "QUEUECTL_DB=", "QUEUECTL_CONFIG=")
+		cmd.Dir = top
+		return runProcess(t, cmd)
+	}
+	noHome := func(what string) {
+		t.Helper()
+		if _, err := os.Stat(home); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s created the home %s: %v", what, home, err)
+		}
+	}
+	for _, args := range [][]string{
+		{"status"}, {"list"}, {"show", "x"}, {"output", "x"}, {"dlq", "list"}, {"queue", "list"},
+		{"wait", "x"}, {"worker", "list"}, {"worker", "stop"}, {"config", "get"}, {"stats"}, {"backup", "copy.db"},
+		{"cron", "list"}, {"cron", "next", "x"}, {"migrate", "--to", "postgres://u@127.0.0.1:1/q"},
+		{"cleanup", "--older-than", "1d", "--dry-run"},
+	} {
+		_, errOut, code := run(args...)
+		want := ": no database at " + filepath.Join(home, "queue.db") + ": nothing has written to it yet"
+		if code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2, %q", args, code, errOut, want)
+		}
+		noHome(fmt.Sprint(args))
+	}
+	// With a file and no database, the cron commands show its jobs.
+	if out, errOut, code := run("cron", "list", "-c", cfg); code != 0 || !strings.Contains(out, "nightly") {
+		t.Errorf("cron list -c: exit %d, %q %q", code, out, errOut)
+	}
+	noHome("cron list -c")
+	if out, errOut, code := run("enqueue", "--command", "true"); code != 0 {
+		t.Fatalf("enqueue: exit %d, %q %q", code, out, errOut)
+	}
+	fi, err := os.Stat(home)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("enqueue did not create the home 0700: %v %v", fi, err)
+	}
+	var st struct {
+		Jobs map[string]int `json:"jobs"`
+	}
+	out, errOut, code := run("status", "--json")
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || st.Jobs["pending"] != 1 {
+		t.Errorf("status after the enqueue: exit %d, %q %q; want 1 pending job", code, out, errOut)
+	}
+}
+
 func TestE2EBatchEnqueueIsAtomic(t *testing.T) {
 	c := newCLI(t)
 	path := filepath.Join(t.TempDir(), "jobs.jsonl")

@@ -225,7 +225,7 @@ func (a *app) runService(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	dsn, err := a.dsn()
+	dsn, err := a.createDSN()
 	if err != nil {
 		return err
 	}

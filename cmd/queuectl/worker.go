@@ -214,7 +214,7 @@ func (a *app) runWorker(ctx context.Context, o *workerOptions) error {
 	if err != nil {
 		return err
 	}
-	dsn, err := a.dsn()
+	dsn, err := a.createDSN()
 	if err != nil {
 		return err
 	}
@@ -308,7 +308,7 @@ func (a *app) childArgs(cmd *cobra.Command, o *workerOptions) []string {
 
 func (a *app) startWorkers(cmd *cobra.Command, o *workerOptions, count int, foreground bool) error {
 	ctx := cmd.Context()
-	dsn, err := a.dsn()
+	dsn, err := a.createDSN()
 	if err != nil {
 		return err
 	}
