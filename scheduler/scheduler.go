@@ -154,7 +154,8 @@ func (s *Scheduler) loop(ctx context.Context) {
 	}
 }
 
-// Tick handles every enabled template once at the clock's current time and
+// Tick handles every enabled template, and the run triggered by hand that
+// a disabled one may hold waiting, once at the clock's current time and
 // returns the earliest next fire time (zero if none).
 func (s *Scheduler) Tick(ctx context.Context) (time.Time, error) {
 	now := s.cfg.Clock.Now()
@@ -169,6 +170,17 @@ func (s *Scheduler) Tick(ctx context.Context) (time.Time, error) {
 	var next time.Time
 	for _, t := range ts {
 		if !t.Enabled {
+			// A disabled job fires nothing on its schedule, but a run
+			// triggered by hand (cron trigger, the API, the dashboard)
+			// that waits for the previous one (overlap = queue) starts
+			// when that one ends, as the trigger said it would.
+			if t.PendingKind == queue.FireManual {
+				err := s.fireWaiting(ctx, t, defaults, now)
+				if err != nil && ctx.Err() != nil {
+					return next, err
+				}
+				s.noteTemplate(t, now, err, "fire template")
+			}
 			continue
 		}
 		sched, err := s.schedule(t)
@@ -338,16 +350,10 @@ func NextAfter(sc *cronspec.Schedule, cursor, now time.Time) time.Time {
 
 // handle fires what is due of one template.
 func (s *Scheduler) handle(ctx context.Context, t *queue.Template, sched *cronspec.Schedule, defaults Defaults, now time.Time) error {
-	log := s.log.With().Str("template", t.Name).Logger()
-	if !t.PendingTrigger.IsZero() {
-		res, err := Fire(ctx, s.store, t, defaults, t.PendingKind, t.PendingTrigger, now, s.cfg.Rand)
-		if err != nil {
-			return err
-		}
-		if res.Fired {
-			log.Info().Str("job_id", res.JobID).Time("slot", t.PendingTrigger).Msg("waiting run fired after the previous one ended")
-		}
+	if err := s.fireWaiting(ctx, t, defaults, now); err != nil {
+		return err
 	}
+	log := s.log.With().Str("template", t.Name).Logger()
 	fire, last, missed := s.toFire(t, sched, now, log)
 	if last.IsZero() {
 		return nil
@@ -372,6 +378,23 @@ func (s *Scheduler) handle(ctx context.Context, t *queue.Template, sched *cronsp
 		default:
 			log.Debug().Str("job_id", res.JobID).Time("slot", slot).Msg("slot already fired by another scheduler")
 		}
+	}
+	return nil
+}
+
+// fireWaiting fires t's run that waits for the previous one (overlap =
+// queue), if it has one and that run has ended.
+func (s *Scheduler) fireWaiting(ctx context.Context, t *queue.Template, defaults Defaults, now time.Time) error {
+	if t.PendingTrigger.IsZero() {
+		return nil
+	}
+	res, err := Fire(ctx, s.store, t, defaults, t.PendingKind, t.PendingTrigger, now, s.cfg.Rand)
+	if err != nil {
+		return err
+	}
+	if res.Fired {
+		s.log.Info().Str("template", t.Name).Str("job_id", res.JobID).Time("slot", t.PendingTrigger).
+			Msg("waiting run fired after the previous one ended")
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -194,31 +195,47 @@ func TestOverlapPolicies(t *testing.T) {
 	}
 }
 
+// A trigger by hand follows the overlap policy, and one that waits for the
+// previous run starts when that run ends, though the job be disabled: the
+// trigger said it would, and the scheduler skipped a disabled job's waiting
+// run for ever.
 func TestManualTriggerFollowsOverlap(t *testing.T) {
-	f := newFixture(t, utc("2026-05-01T00:00:00Z"), tpl("m", "@daily", "UTC", func(x *queue.Template) { x.Overlap = queue.OverlapQueue }))
-	ctx := context.Background()
-	d, err := scheduler.LoadDefaults(ctx, f.store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts, _ := f.store.Templates(ctx)
-	at := utc("2026-05-01T00:00:01Z")
-	if res, err := scheduler.Fire(ctx, f.store, ts[0], d, queue.FireManual, at, at, nil); err != nil || !res.Fired {
-		t.Fatalf("first trigger: %+v %v", res, err)
-	}
-	at2 := utc("2026-05-01T00:00:02Z")
-	if res, _ := scheduler.Fire(ctx, f.store, ts[0], d, queue.FireManual, at2, at2, nil); !res.Queued {
-		t.Fatalf("second trigger must wait: %+v", res)
-	}
-	s := f.scheduler(f.store)
-	f.tick(s, utc("2026-05-01T00:00:03Z"))
-	if n := len(f.slots("m")); n != 1 {
-		t.Fatalf("the queued trigger fired while the first run is active: %d jobs", n)
-	}
-	f.finishAll(utc("2026-05-01T00:00:04Z"))
-	f.tick(s, utc("2026-05-01T00:00:05Z"))
-	if got := f.slots("m"); !sameTimes(got, []time.Time{at, at2}) {
-		t.Fatalf("after the first run ended: %v", got)
+	for _, enabled := range []bool{true, false} {
+		t.Run(fmt.Sprintf("enabled=%t", enabled), func(t *testing.T) {
+			f := newFixture(t, utc("2026-05-01T00:00:00Z"), tpl("m", "@daily", "UTC", func(x *queue.Template) {
+				x.Overlap, x.Enabled = queue.OverlapQueue, enabled
+			}))
+			ctx := context.Background()
+			d, err := scheduler.LoadDefaults(ctx, f.store)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts, _ := f.store.Templates(ctx)
+			at := utc("2026-05-01T00:00:01Z")
+			if res, err := scheduler.Fire(ctx, f.store, ts[0], d, queue.FireManual, at, at, nil); err != nil || !res.Fired {
+				t.Fatalf("first trigger: %+v %v", res, err)
+			}
+			at2 := utc("2026-05-01T00:00:02Z")
+			if res, _ := scheduler.Fire(ctx, f.store, ts[0], d, queue.FireManual, at2, at2, nil); !res.Queued {
+				t.Fatalf("second trigger must wait: %+v", res)
+			}
+			s := f.scheduler(f.store)
+			f.tick(s, utc("2026-05-01T00:00:03Z"))
+			if n := len(f.slots("m")); n != 1 {
+				t.Fatalf("the queued trigger fired while the first run is active: %d jobs", n)
+			}
+			f.finishAll(utc("2026-05-01T00:00:04Z"))
+			f.tick(s, utc("2026-05-01T00:00:05Z"))
+			if got := f.slots("m"); !sameTimes(got, []time.Time{at, at2}) {
+				t.Fatalf("after the first run ended: %v", got)
+			}
+			// Fired, it waits no more, and fires nothing else.
+			f.finishAll(utc("2026-05-01T00:00:06Z"))
+			f.tick(s, utc("2026-05-01T00:00:07Z"))
+			if got := f.slots("m"); len(got) != 2 {
+				t.Fatalf("after the waiting run: %v", got)
+			}
+		})
 	}
 }
 
