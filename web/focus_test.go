@@ -41,7 +41,7 @@ func TestFocusRingContrast(t *testing.T) {
 		t.Fatal(err)
 	}
 	vars := map[string]string{}
-	for _, m := range regexp.MustCompile(`--([a-z-]+):\s*(#[0-9a-fA-F]{6});`).FindAllStringSubmatch(string(css), -1) {
+	for _, m := range regexp.MustCompile(`--([a-z0-9-]+):\s*(#[0-9a-fA-F]{6});`).FindAllStringSubmatch(string(css), -1) {
 		vars[m[1]] = m[2]
 	}
 	for _, c := range []struct{ ring, on string }{
@@ -53,6 +53,10 @@ func TestFocusRingContrast(t *testing.T) {
 		if r := contrast(t, vars[c.ring], vars[c.on]); r < 3 {
 			t.Errorf("the focus ring --%s (%s) on --%s (%s): %.2f:1, want at least 3:1", c.ring, vars[c.ring], c.on, vars[c.on], r)
 		}
+	}
+	// The text of a disabled job's row, dimmed, still reads 4.5:1.
+	if r := contrast(t, vars["ink-2"], vars["panel"]); r < 4.5 || !strings.Contains(string(css), ".grid tr.disabled td { color: var(--ink-2); }") {
+		t.Errorf("a disabled job's row is not in --ink-2 (%.2f:1 on --panel)", r)
 	}
 	for _, rule := range []string{
 		":focus-visible, input:focus, select:focus, textarea:focus { outline: 2px solid var(--focus);",
