@@ -56,19 +56,20 @@ func (s *Scheduler) noteTemplate(t *queue.Template, now time.Time, err error, fa
 }
 
 // forgetFailures drops the failure counts of templates that are gone or
-// disabled.
+// that Tick no longer handles: disabled, with no run triggered by hand
+// waiting.
 func (s *Scheduler) forgetFailures(ts []*queue.Template) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.failing) == 0 {
 		return
 	}
-	enabled := map[string]bool{}
+	handled := map[string]bool{}
 	for _, t := range ts {
-		enabled[t.Name] = t.Enabled
+		handled[t.Name] = t.Enabled || t.PendingKind == queue.FireManual
 	}
 	for name := range s.failing {
-		if !enabled[name] {
+		if !handled[name] {
 			delete(s.failing, name)
 		}
 	}

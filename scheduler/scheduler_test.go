@@ -239,6 +239,37 @@ func TestManualTriggerFollowsOverlap(t *testing.T) {
 	}
 }
 
+// A disabled job's waiting run that cannot fire (its command, changed
+// since the trigger, is one the store refuses) logs its error once, as an
+// enabled job's failure does, not at every tick.
+func TestDisabledJobsWaitingRunLogsFailureOnce(t *testing.T) {
+	start := utc("2026-05-01T00:00:00Z")
+	off := tpl("off", "@daily", "UTC", func(x *queue.Template) { x.Overlap, x.Enabled = queue.OverlapQueue, false })
+	f := newFixture(t, start, off)
+	ctx := context.Background()
+	d, err := scheduler.LoadDefaults(ctx, f.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 { // the first runs, the second waits
+		at := start.Add(time.Duration(i+1) * time.Second)
+		if _, err := scheduler.Fire(ctx, f.store, off, d, queue.FireManual, at, at, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	off.Command = strings.Repeat("x", queue.MaxArgLen+1)
+	if err := f.store.ApplyTemplates(ctx, []*queue.Template{off}, start); err != nil {
+		t.Fatal(err)
+	}
+	f.finishAll(start.Add(3 * time.Second))
+	var logs syncbuf.Buffer
+	s := scheduler.New(f.store, scheduler.Config{Clock: f.clock, Log: zerolog.New(&logs)})
+	f.tickEvery(s, start.Add(4*time.Second), start.Add(30*time.Second), time.Second)
+	if n := strings.Count(logs.String(), `"message":"fire template"`); n != 1 {
+		t.Errorf("%d fire template lines for 27 failing ticks within a minute, want 1:\n%s", n, logs.String())
+	}
+}
+
 // tickEvery ticks s from..to (inclusive) every step and returns the UTC
 // slots fired.
 func (f *fixture) tickEvery(s *scheduler.Scheduler, from, to time.Time, step time.Duration) {
