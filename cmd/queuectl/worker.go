@@ -390,7 +390,7 @@ func (a *app) workerStopCmd() *cobra.Command {
 until they are gone. A queuectl run service is left running (it says so):
 stop it with SIGTERM or its service manager. With --timeout, running jobs still going after that long
 are stopped and put back in the queue (their attempt is not charged). A worker
-that has still not exited its --kill-grace plus 5s later (hung, or stopped) is
+that has still not exited its --kill-grace plus ` + supervise.ExitWait.String() + ` later (hung, or stopped) is
 killed (SIGKILL) with every process of its jobs, which the next worker rescues
 as lost attempts; the command names it. It fails (exit 1) only if a worker
 outlives that too.
