@@ -68,8 +68,16 @@ func (a *app) enqueueFile(cmd *cobra.Command, path string, now time.Time, ignore
 		resolve := func(ignored map[string]bool) func([]byte) (*queue.Job, error) {
 			return func(b []byte) (*queue.Job, error) { return resolveJob(r, b, now, wd, ignored) }
 		}
-		if again == nil { // read once
-			return a.importJobs(ctx, st, src, path, resolve(ignored), 0, prog)
+		if again == nil { // read once: a regular file, read again only to name a line
+			rewind := func() (io.Reader, error) {
+				seeker, ok := src.(io.ReadSeeker)
+				if !ok {
+					return nil, errors.New("not seekable")
+				}
+				_, err := seeker.Seek(0, io.SeekStart)
+				return seeker, err
+			}
+			return a.importJobs(ctx, st, src, rewind, path, resolve(ignored), 0, prog)
 		}
 		check, total := resolve(ignored), 0
 		err = eachJob(src, path, func(where string, b []byte) error {
@@ -90,14 +98,16 @@ func (a *app) enqueueFile(cmd *cobra.Command, path string, now time.Time, ignore
 		if err != nil {
 			return fmt.Errorf("enqueue: read %s again: %w", path, err)
 		}
-		return a.importJobs(ctx, st, second, path, resolve(map[string]bool{}), total, prog)
+		return a.importJobs(ctx, st, second, again, path, resolve(map[string]bool{}), total, prog)
 	})
 }
 
 // importJobs is the second pass (or the only one): stage, commit, print
-// the ids. total is the number of jobs, 0 when not counted yet.
-func (a *app) importJobs(ctx context.Context, st queue.Store, src io.Reader, path string, resolve func([]byte) (*queue.Job, error),
-	total int, prog func(string, int, int)) (err error) {
+// the ids. rewind reads the jobs again from the start (the file, or the
+// copy of standard input or a pipe), to name the line of a job the commit
+// refuses. total is the number of jobs, 0 when not counted yet.
+func (a *app) importJobs(ctx context.Context, st queue.Store, src io.Reader, rewind func() (io.Reader, error), path string,
+	resolve func([]byte) (*queue.Job, error), total int, prog func(string, int, int)) (err error) {
 	ids, err := os.CreateTemp("", "queuectl-ids-*")
 	if err != nil {
 		return fmt.Errorf("enqueue: %w", err)
@@ -169,7 +179,7 @@ func (a *app) importJobs(ctx context.Context, st queue.Store, src io.Reader, pat
 		// chunk.
 		var je *queue.JobError
 		if errors.As(err, &je) && errors.Is(err, queue.ErrInvalid) {
-			if where := whereOf(path, ids, idw, je.ID); where != "" {
+			if where := whereOf(rewind, path, ids, idw, je.ID); where != "" {
 				return usageError{fmt.Errorf("enqueue: %s %s: %w", path, where, err)}
 			}
 		}
@@ -239,13 +249,11 @@ var errFound = errors.New("found")
 // whereOf finds where ("line 12", "item 3") the file at path holds the
 // job with id: its position among the ids written so far to ids (one per
 // job, in file order; a job's own comes before any job printed as it),
-// then that job of the file, read again. It finds jobs the file gave no id
-// too. "" when it cannot: standard input or a pipe (read again, a pipe
-// would wait for a writer for ever), a file changed meanwhile.
-func whereOf(path string, ids *os.File, idw *bufio.Writer, id string) string {
-	if fi, err := os.Stat(path); path == "-" || err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
+// then that job of the file, read again through rewind (standard input
+// and pipes from their copy: a pipe read again would wait for a writer
+// for ever). It finds jobs the file gave no id too. "" when it cannot (a
+// file changed meanwhile).
+func whereOf(rewind func() (io.Reader, error), path string, ids *os.File, idw *bufio.Writer, id string) string {
 	if idw.Flush() != nil {
 		return ""
 	}
@@ -256,11 +264,10 @@ func whereOf(path string, ids *os.File, idw *bufio.Writer, id string) string {
 	if sc.Err() != nil || sc.Text() != id {
 		return ""
 	}
-	f, err := os.Open(path)
+	f, err := rewind()
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
 	found, n := "", 0
 	eachJob(f, path, func(where string, _ []byte) error {
 		if n == k {

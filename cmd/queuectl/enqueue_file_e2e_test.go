@@ -238,8 +238,9 @@ func TestE2EEnqueueFileOfListJSONWithAfter(t *testing.T) {
 }
 
 // A file read from a pipe that names a job it never holds is refused once
-// the import commits, without reading the pipe again (which would wait for
-// a writer for ever).
+// the import commits, naming its line from the copy of what the pipe gave,
+// without reading the pipe again (which would wait for a writer for ever).
+// Standard input too.
 func TestE2EEnqueueFileFromAPipeNamingAMissingJob(t *testing.T) {
 	c := newCLI(t)
 	fifo := filepath.Join(t.TempDir(), "jobs.fifo")
@@ -251,7 +252,7 @@ func TestE2EEnqueueFileFromAPipeNamingAMissingJob(t *testing.T) {
 		if err != nil {
 			return
 		}
-		f.WriteString(`{"id":"a","command":"true","after":["later"]}` + "\n")
+		f.WriteString(`{"id":"ok","command":"true"}` + "\n" + `{"id":"a","command":"true","after":["later"]}` + "\n")
 		f.Close()
 	}()
 	cmd := c.cmd("enqueue", "--file", fifo)
@@ -260,7 +261,18 @@ func TestE2EEnqueueFileFromAPipeNamingAMissingJob(t *testing.T) {
 	if !timer.Stop() {
 		t.Fatal("the import of a pipe hung after its commit was refused")
 	}
-	if code != 2 || !strings.Contains(errOut, `job "a"`) || !strings.Contains(errOut, `no job "later"`) {
+	if code != 2 || !strings.Contains(errOut, fifo+" line 2:") || !strings.Contains(errOut, `job "a"`) ||
+		!strings.Contains(errOut, `no job "later"`) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+
+	cmd = c.cmd("enqueue", "--file", "-")
+	cmd.Stdin = strings.NewReader(`[{"command":"true"}, {"command":"true","after":["never"]}]`)
+	_, errOut, code = runProcess(t, cmd)
+	if code != 2 || !strings.Contains(errOut, "- item 2:") || !strings.Contains(errOut, `no job "never"`) {
+		t.Fatalf("standard input: exit %d, stderr %q", code, errOut)
+	}
+	if out := c.ok("list", "--json"); strings.TrimSpace(out) != "[]" {
+		t.Fatalf("a refused import stored jobs: %s", out)
 	}
 }
