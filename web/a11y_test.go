@@ -12,6 +12,8 @@ import (
 
 var (
 	controlTag = regexp.MustCompile(`(?s)<(button|summary|a)\b([^>]*)>(.*?)</(?:button|summary|a)>`)
+	inputTag   = regexp.MustCompile(`<input\b([^>]*)>`)
+	emptyTH    = regexp.MustCompile(`<th\b[^>]*>\s*</th>`)
 	ariaLabel  = regexp.MustCompile(`\baria-label="([^"]*)"`)
 	anyTag     = regexp.MustCompile(`<[^>]+>`)
 )
@@ -20,7 +22,9 @@ var (
 // name: its aria-label, else its text.
 type control struct{ tag, name string }
 
-// controls lists the buttons, disclosures and links of the tables of body.
+// controls lists the buttons, disclosures, links and fields (by their
+// aria-label: a label around a field of a row says only what it is, not
+// whose) of the tables of body.
 func controls(body string) []control {
 	var out []control
 	for _, table := range regexp.MustCompile(`(?s)<table.*?</table>`).FindAllString(body, -1) {
@@ -30,6 +34,16 @@ func controls(body string) []control {
 				name = html.UnescapeString(l[1])
 			}
 			out = append(out, control{m[1], name})
+		}
+		for _, m := range inputTag.FindAllStringSubmatch(table, -1) {
+			if strings.Contains(m[1], `type="hidden"`) {
+				continue
+			}
+			name := ""
+			if l := ariaLabel.FindStringSubmatch(m[1]); l != nil {
+				name = html.UnescapeString(l[1])
+			}
+			out = append(out, control{"input", name})
 		}
 	}
 	return out
@@ -55,18 +69,25 @@ func TestRowActionsNameTheirObject(t *testing.T) {
 	}
 	c := h.signIn(adminToken)
 	for path, want := range map[string][]string{
-		"/cron":    {"Trigger now: nightly", "Trigger now: report"},
-		"/dlq":     {"Retry job dead-1", "Discard job dead-1", "Retry job dead-2", "Discard job dead-2"},
-		"/workers": {"Pause queue default", "Limits of queue default", "Set limits of queue default", "Resume queue mail", "Limits of queue mail", "Set limits of queue mail"},
-		"/":        {"Pause queue default", "Resume queue mail"},
+		"/cron": {"Trigger now: nightly", "Trigger now: report"},
+		"/dlq":  {"Retry job dead-1", "Discard job dead-1", "Retry job dead-2", "Discard job dead-2"},
+		"/workers": {"Pause queue default", "Limits of queue default", "Set limits of queue default", "Resume queue mail", "Limits of queue mail", "Set limits of queue mail",
+			"Max running of queue default", "Rate of queue mail"},
+		"/": {"Pause queue default", "Resume queue mail"},
 	} {
 		body, _ := h.page(path, c)
+		// A column of buttons has a header a screen reader can say.
+		if th := emptyTH.FindString(body); th != "" {
+			t.Errorf("%s: a table column has no header: %s", path, th)
+		}
 		seen := map[string]string{}
 		for _, ctl := range controls(body) {
 			if ctl.tag == "a" {
 				continue // links name their job or queue by their text
 			}
-			if seen[ctl.name] != "" {
+			if ctl.name == "" {
+				t.Errorf("%s: an %s element in its tables has no name", path, ctl.tag)
+			} else if seen[ctl.name] != "" {
 				t.Errorf("%s: two %s elements in its tables are both named %q", path, ctl.tag, ctl.name)
 			}
 			seen[ctl.name] = ctl.tag

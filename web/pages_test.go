@@ -293,7 +293,7 @@ func TestQueueLimitsFromPages(t *testing.T) {
 	if want := `"max_running":3,"rate_limit":"10/m","action":"limits","target":"mail"`; !strings.Contains(h.logs.String(), want) {
 		t.Errorf("the audit line does not carry the limits set (%s):\n%s", want, h.logs.String())
 	}
-	if body, _ := h.page("/workers", c); !strings.Contains(body, "3 running at most") || !strings.Contains(body, `name="rate_limit" value="10/m"`) {
+	if body, _ := h.page("/workers", c); !strings.Contains(body, "3 running at most") || !strings.Contains(body, `aria-label="Rate of queue mail" value="10/m"`) {
 		t.Errorf("the table does not show the limits set")
 	}
 	for _, bad := range [][2]string{{"-1", ""}, {"many", ""}, {"", "fast"}, {"1000001", ""}} {
