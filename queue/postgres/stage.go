@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,7 +26,9 @@ import (
 // session took since the read; the dependencies by COPY.
 //
 // When that INSERT skips a job (the race above, rare), the decisions after
-// it may be wrong: the chunk's jobs are deleted again, in the same
+// it may be wrong: the jobs it inserted (it returns their ids then; an
+// insert skipped on its key is never checked against its id, so the
+// chunk's ids may name other jobs) are deleted again, in the same
 // transaction, and the chunk goes one job at a time (stagedTx), whose
 // insert sees the key taken.
 
@@ -65,20 +68,29 @@ var _ storekit.LaterTx = (*chunkTx)(nil)
 func readChunk(ctx context.Context, tx pgx.Tx, later *bool, jobs []*queue.Job) (*chunkTx, error) {
 	c := &chunkTx{tx: tx, later: later, stored: map[string]queue.State{}, holders: map[string][]holder{},
 		staged: make(map[string]queue.State, len(jobs))}
-	var keys, after []string
+	var keys, windowed, after []string
 	for _, j := range jobs {
 		if j.UniqueKey != "" {
 			keys = append(keys, j.UniqueKey)
+			if j.UniqueFor > 0 {
+				windowed = append(windowed, j.UniqueKey)
+			}
 		}
 		after = append(after, j.After...)
 	}
 	if len(keys) > 0 {
-		// Per key, the unfinished job (at most one: jobs_unique_key) and
-		// the newest finished one, which is all UniqueHolder can pick.
-		rows, err := tx.Query(ctx, `SELECT DISTINCT ON (unique_key, final) unique_key, id, final, updated_at, seq
-			FROM (SELECT unique_key, id, state IN ('completed', 'dead', 'cancelled') AS final, updated_at, seq
-				FROM jobs WHERE unique_key = ANY($1)) k
-			ORDER BY unique_key, final, updated_at DESC, seq DESC`, keys)
+		// Per key, the unfinished job (at most one: jobs_unique_key) and,
+		// for a key a job of the chunk holds for a window after its
+		// holder finished (UniqueFor), the newest finished one: all
+		// UniqueHolder can pick. An index lookup each, however many
+		// finished jobs had the key.
+		slices.Sort(windowed)
+		rows, err := tx.Query(ctx, `SELECT unique_key, id, false, updated_at, seq FROM jobs
+				WHERE unique_key = ANY($1) AND unique_key IS NOT NULL AND state NOT IN ('completed', 'dead', 'cancelled')
+			UNION ALL
+			SELECT k.key, h.id, true, h.updated_at, h.seq FROM unnest($2::text[]) AS k (key) CROSS JOIN LATERAL (
+				SELECT id, updated_at, seq FROM jobs WHERE unique_key = k.key AND state IN ('completed', 'dead', 'cancelled')
+				ORDER BY updated_at DESC, seq DESC LIMIT 1) h`, keys, slices.Compact(windowed))
 		if err != nil {
 			return nil, fmt.Errorf("read unique keys: %w", err)
 		}
@@ -188,10 +200,15 @@ func (c *chunkTx) InsertDeps(ctx context.Context, j *queue.Job, after []string) 
 }
 
 // insertChunkJobs moves the jobs of import_chunk into jobs, counted, but
-// one whose unique key an unfinished job holds.
-var insertChunkJobs = countedInsert(`INSERT INTO jobs (` + strings.Join(copyColumns, ", ") + `)
-	SELECT ` + strings.Join(copyColumns, ", ") + ` FROM import_chunk ON CONFLICT (unique_key)
-	WHERE unique_key IS NOT NULL AND state NOT IN ('completed', 'dead', 'cancelled') DO NOTHING`)
+// one whose unique key an unfinished job holds. It returns how many it
+// inserted and, when that is fewer than $1, their ids.
+var insertChunkJobs = countedInsertSelecting(`INSERT INTO jobs (`+chunkColumns+`) SELECT `+chunkColumns+`
+	FROM import_chunk ON CONFLICT (unique_key)
+	WHERE unique_key IS NOT NULL AND state NOT IN ('completed', 'dead', 'cancelled') DO NOTHING`,
+	`count(*), CASE WHEN count(*) < $1 THEN array_agg(id) END`)
+
+// chunkColumns are copyColumns, for a statement.
+var chunkColumns = strings.Join(copyColumns, ", ")
 
 // write stores the jobs decided and their dependencies; it reports false,
 // having stored nothing, when another session took a unique key of the
@@ -201,7 +218,7 @@ func (c *chunkTx) write(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	if _, err := c.tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS import_chunk ON COMMIT DROP AS
-		SELECT `+strings.Join(copyColumns, ", ")+` FROM jobs WITH NO DATA`); err != nil {
+		SELECT `+chunkColumns+` FROM jobs WITH NO DATA`); err != nil {
 		return false, fmt.Errorf("stage chunk: %w", err)
 	}
 	if _, err := c.tx.CopyFrom(ctx, pgx.Identifier{"import_chunk"}, copyColumns, pgx.CopyFromSlice(len(c.jobs), func(i int) ([]any, error) {
@@ -210,9 +227,13 @@ func (c *chunkTx) write(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("stage chunk: %w", err)
 	}
 	var n int
-	err := c.tx.QueryRow(ctx, insertChunkJobs).Scan(&n)
+	var inserted []string
+	err := c.tx.QueryRow(ctx, insertChunkJobs, len(c.jobs)).Scan(&n, &inserted)
 	if id, ok := takenID(err); ok {
 		return false, fmt.Errorf("%w: %q already exists", queue.ErrDuplicate, id)
+	}
+	if isUnique(err) { // a server whose messages are in another language
+		return false, fmt.Errorf("%w: an id of the chunk is taken: %w", queue.ErrDuplicate, err)
 	}
 	if err != nil {
 		return false, fmt.Errorf("insert chunk: %w", err)
@@ -221,12 +242,8 @@ func (c *chunkTx) write(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("insert chunk: %w", err)
 	}
 	if n < len(c.jobs) {
-		ids := make([]string, len(c.jobs))
-		for i, j := range c.jobs {
-			ids[i] = j.ID
-		}
 		// The delete's trigger takes back the counts the insert added.
-		if _, err := c.tx.Exec(ctx, `DELETE FROM jobs WHERE id = ANY($1)`, ids); err != nil {
+		if _, err := c.tx.Exec(ctx, `DELETE FROM jobs WHERE id = ANY($1)`, inserted); err != nil {
 			return false, fmt.Errorf("take back chunk: %w", err)
 		}
 		return false, nil

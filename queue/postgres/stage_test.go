@@ -63,3 +63,47 @@ func TestImportChunkKeyTakenAfterRead(t *testing.T) {
 		t.Fatalf("free: %+v, %v; want pending", got, err)
 	}
 }
+
+// The chunk taken back after a key was taken since the read is exactly
+// what it inserted: a stored job whose id the import's job reused, whose
+// key another session took meanwhile, stays as it was (an insert skipped
+// on its key is never checked against its id).
+func TestImportChunkTakenBackLeavesOtherJobs(t *testing.T) {
+	schema, u := newSchema(t)
+	t.Cleanup(func() { checkJobTotals(t, schema) })
+	s, other := open(t, u), open(t, u)
+	mk := func(id, key, command string) *queue.Job {
+		j, err := queue.NewJob{ID: id, Command: command, UniqueKey: key}.Resolve(queue.DefaultSettings(), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	if err := s.InsertJobs(tctx(t), []*queue.Job{mk("x", "", "echo stored")}); err != nil {
+		t.Fatal(err)
+	}
+	imp, err := s.BeginImport(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer imp.Abort(tctx(t))
+	postgres.AfterChunkRead(imp, func() {
+		if err := other.InsertJobs(tctx(t), []*queue.Job{mk("theirs", "k", "echo theirs")}); err != nil {
+			t.Errorf("enqueue from another session: %v", err)
+		}
+	})
+	mine := mk("x", "k", "echo mine")
+	if err := imp.Stage(tctx(t), []*queue.Job{mine}); err != nil {
+		t.Fatalf("stage: %v", err)
+	}
+	if err := imp.Commit(tctx(t)); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if mine.ExistingID != "theirs" {
+		t.Fatalf("ExistingID %q, want theirs", mine.ExistingID)
+	}
+	got, err := s.GetJob(tctx(t), "x")
+	if err != nil || got.Command != "echo stored" || got.UniqueKey != "" {
+		t.Fatalf("the stored job x: %+v, %v; want it as it was", got, err)
+	}
+}
