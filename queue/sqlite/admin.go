@@ -74,7 +74,7 @@ func checkRetryKeys(ctx context.Context, tx *sql.Tx, ids []string) error {
 	err = tx.QueryRowContext(ctx, `SELECT r.id, r.unique_key, h.id, h.id IN (SELECT value FROM json_each(?1))
 		FROM jobs r JOIN jobs h ON h.unique_key = r.unique_key AND h.id <> r.id
 		WHERE r.id IN (SELECT value FROM json_each(?1)) AND r.state = 'dead'
-			AND (h.state NOT IN ('completed', 'dead', 'cancelled') OR (h.state = 'dead' AND h.id IN (SELECT value FROM json_each(?1))))
+			AND (`+holdsKey("h.")+` OR (h.state = 'dead' AND h.id IN (SELECT value FROM json_each(?1))))
 		ORDER BY r.id, h.id LIMIT 1`, string(list)).Scan(&id, &key, &other, &both)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil

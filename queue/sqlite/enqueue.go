@@ -86,11 +86,19 @@ type insertTx struct {
 	tally  *tally
 }
 
+// holdsKey is the condition under which a job (its columns prefixed with
+// alias) holds its unique key whatever the window: jobs_unique_key's
+// (migration 15), unfinished and not an import's job cancelled as it was
+// staged.
+func holdsKey(alias string) string {
+	return alias + `state NOT IN ('completed', 'dead', 'cancelled') AND NOT (` + alias + `state = 'staged' AND ` +
+		alias + `error IS NOT NULL)`
+}
+
 func (t insertTx) UniqueHolder(ctx context.Context, key string, since time.Time) (string, bool, error) {
 	var id string
 	err := t.tx.QueryRowContext(ctx, `SELECT id FROM jobs WHERE unique_key = ?1
-		AND (state NOT IN ('completed', 'dead', 'cancelled') AND NOT (state = 'staged' AND error IS NOT NULL)
-			OR (?2 > 0 AND updated_at >= ?2))
+		AND (`+holdsKey("")+` OR (?2 > 0 AND updated_at >= ?2))
 		ORDER BY updated_at DESC, rowid DESC LIMIT 1`, key, toUSOrZero(since)).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil

@@ -266,3 +266,32 @@ func testImportAfterLater(t *testing.T, open Opener) {
 		}
 	}
 }
+
+// A job an open import cancelled as it staged it (a dependency dead) holds
+// no unique key, as one cancelled at enqueue holds none: a dead job with
+// that key may be retried meanwhile, and once the import commits the
+// retried job runs and the import's job stays cancelled.
+func testImportCancelledJobHoldsNoKey(t *testing.T, open Opener) {
+	s := open(t)
+	insert(t, s, job(t, "d", func(n *queue.NewJob) { n.MaxRetries, n.Queue, n.UniqueKey = ptr(0), "kq", "k" }))
+	finish(t, s, claim(t, s, "w", 1, t0, "kq")[0], "w", failed(t0), t0)
+	deadJob(t, s, "gone", "elsewhere")
+	imp := begin(t, s)
+	c := job(t, "c", func(n *queue.NewJob) { n.UniqueKey, n.After = "k", []string{"gone"} })
+	stage(t, imp, []*queue.Job{c})
+	if c.ExistingID != "" {
+		t.Fatalf("c not staged: held by %q", c.ExistingID)
+	}
+	if _, err := s.RetryJobs(ctx(t), queue.RetryParams{IDs: []string{"d"}, Now: t0}); err != nil {
+		t.Fatalf("retry of a dead job whose key only a cancelled staged job has: %v", err)
+	}
+	if err := imp.Commit(ctx(t)); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if got := get(t, s, "d"); got.State != queue.StatePending {
+		t.Errorf("d: %s, want pending", got.State)
+	}
+	if got := get(t, s, "c"); got.State != queue.StateCancelled {
+		t.Errorf("c: %s, want cancelled", got.State)
+	}
+}

@@ -91,6 +91,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"ImportUniqueKey", testImportUniqueKey},
 		{"AfterAJobNotAdded", testAfterAJobNotAdded},
 		{"ImportDecidesAsInserts", testImportDecidesAsInserts},
+		{"ImportCancelledJobHoldsNoKey", testImportCancelledJobHoldsNoKey},
 		{"LabelsAndHooks", testLabelsAndHooks},
 		{"UniqueKey", testUniqueKey},
 		{"UniqueKeyRace", testUniqueKeyRace},
