@@ -42,8 +42,9 @@ type chunkTx struct {
 	// for that names no job.
 	stored map[string]queue.State
 	// holders are, by unique key, the jobs that may hold it: the stored
-	// unfinished one, the stored newest finished one, then the chunk's,
-	// in the order they were added.
+	// unfinished one, the stored newest finished one (for a key a job of
+	// the chunk holds for a window), then the chunk's, in the order they
+	// were added.
 	holders map[string][]holder
 	// staged are the chunk's jobs decided so far, by id, in their state.
 	staged map[string]queue.State
