@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/queuectl/queuectl/internal/proc"
-	"github.com/queuectl/queuectl/internal/supervise"
 	"github.com/queuectl/queuectl/internal/testutil/syncbuf"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/sqlite"
@@ -465,54 +464,6 @@ func TestE2EWorkerStopTimeoutPutsJobBack(t *testing.T) {
 	if j.State != "pending" || j.Attempts != 1 || len(j.History) != 1 || j.History[0].Outcome != "interrupted" ||
 		j.History[0].Attempt != 1 {
 		t.Fatalf("an interrupted job goes back to pending uncharged: %+v", j)
-	}
-}
-
-// A worker that the second signal of worker stop --timeout does not end
-// (here it is stopped, SIGSTOP, as a hung one would not move either) is
-// killed once its kill grace and supervise.ExitWait have passed, with its
-// job's processes; the command returns naming it, and the next worker
-// rescues the job as a lost attempt.
-func TestE2EWorkerStopKillsAHungWorker(t *testing.T) {
-	c := newCLI(t)
-	pidFile := filepath.Join(c.home, "job.pid")
-	c.ok("enqueue", "--id", "hung", "--command",
-		`if [ "$QUEUECTL_ATTEMPT" = 1 ]; then echo $$ >`+pidFile+`; exec sleep 60; fi; echo again`)
-	wpid, err := strconv.Atoi(strings.TrimSpace(c.ok("worker", "start", "--kill-grace", "100ms")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Kill(wpid, syscall.SIGKILL) })
-	c.waitState("hung", "processing", 20*time.Second)
-	jpid := 0
-	waitFor(t, "the job's pid", 10*time.Second, func() bool {
-		b, _ := os.ReadFile(pidFile)
-		jpid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		return jpid > 0
-	})
-	t.Cleanup(func() { syscall.Kill(jpid, syscall.SIGKILL) })
-	if err := syscall.Kill(wpid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	begin := time.Now()
-	out, errOut, code := c.run("worker", "stop", "--timeout", "300ms")
-	took := time.Since(begin)
-	killed := fmt.Sprintf("killed worker %d (SIGKILL): still running ", wpid)
-	if code != 0 || out != "stopped 1 worker(s)\n" || !strings.Contains(errOut, killed) ||
-		!strings.Contains(errOut, "killed 1 process(es) of its jobs") {
-		t.Fatalf("worker stop of a hung worker: exit %d, stdout %q, stderr %q; want 0, one stopped, %q", code, out, errOut, killed)
-	}
-	// 300ms, then the worker's 100ms kill grace and 5s to exit.
-	if min := 300*time.Millisecond + 100*time.Millisecond + supervise.ExitWait; took < min || took > min+10*time.Second {
-		t.Errorf("worker stop took %s; want a little over %s", took, min)
-	}
-	if proc.Alive(wpid, 0) || proc.Alive(jpid, 0) {
-		t.Fatalf("after worker stop: worker alive %v, its job's process alive %v", proc.Alive(wpid, 0), proc.Alive(jpid, 0))
-	}
-	c.ok("worker", "start")
-	j := c.waitState("hung", "completed", 30*time.Second)
-	if len(j.History) != 2 || j.History[0].Outcome != "lost" || j.History[1].Outcome != "succeeded" {
-		t.Fatalf("the killed worker's job: %+v; want a lost attempt, then a succeeded one", j)
 	}
 }
 

@@ -61,15 +61,11 @@ func (o *workerOptions) flags(cmd *cobra.Command) {
 	durationVar(f, &o.grace, "grace", 0, "after a stop signal, how long running jobs may finish before they are stopped and put back (0: until a second signal)")
 	durationVar(f, &o.lease, "lease", 30*time.Second, "job lease, 1s to 24h; a job whose worker stops renewing it is rescued after this long")
 	durationVar(f, &o.poll, "poll", 2*time.Second, "fallback poll interval when idle, 100ms to 1h (wake-ups normally start jobs at once)")
-	durationVar(f, &o.kill, "kill-grace", defaultKillGrace, "on timeout or stop, how long a job has between SIGTERM and SIGKILL, 100ms to 1h")
+	durationVar(f, &o.kill, "kill-grace", 5*time.Second, "on timeout or stop, how long a job has between SIGTERM and SIGKILL, 100ms to 1h")
 	retryJitterFlag(f, &o.jitter)
 	f.IntVar(&o.rotation.MaxSizeMB, "log-max-size", supervise.DefaultLogRotation.MaxSizeMB, "detached workers: start a new log file when the current one reaches this many megabytes")
 	f.IntVar(&o.rotation.Backups, "log-backups", supervise.DefaultLogRotation.Backups, "detached workers: how many rotated log files each worker keeps")
 }
-
-// defaultKillGrace is --kill-grace's default; worker stop assumes it for a
-// worker whose command line does not say.
-const defaultKillGrace = 5 * time.Second
 
 // durationRange is the range a duration flag accepts.
 type durationRange struct {
@@ -389,11 +385,7 @@ func (a *app) workerStopCmd() *cobra.Command {
 		Long: `Ask every worker on this host to finish its current job and exit, and wait
 until they are gone. A queuectl run service is left running (it says so):
 stop it with SIGTERM or its service manager. With --timeout, running jobs still going after that long
-are stopped and put back in the queue (their attempt is not charged). A worker
-that has still not exited its --kill-grace plus ` + supervise.ExitWait.String() + ` later (hung, or stopped) is
-killed (SIGKILL) with every process of its jobs, which the next worker rescues
-as lost attempts; the command names it. It fails (exit 1) only if a worker
-outlives that too.
+are stopped and put back in the queue (their attempt is not charged).
 
 With --all-hosts, workers on other hosts (sharing a PostgreSQL database) are
 asked too, through the database: they see the request at their next
@@ -406,8 +398,7 @@ after --timeout the command reports those still running.`,
 			}
 			return a.withReadStore(cmd, func(ctx context.Context, st queue.Store) error {
 				return supervise.Stop(ctx, st, supervise.StopParams{
-					Host: a.hostName(), Timeout: timeout, AllHosts: allHosts, Self: a.getenv("QUEUECTL_WORKER"),
-					KillGrace: defaultKillGrace, Now: a.now,
+					Host: a.hostName(), Timeout: timeout, AllHosts: allHosts, Self: a.getenv("QUEUECTL_WORKER"), Now: a.now,
 					Stdout: a.stdout, Stderr: a.stderr,
 				})
 			})

@@ -48,26 +48,6 @@ func StartTime(pid int) (uint64, error) {
 	return st.start, nil
 }
 
-// Args returns the command line process pid was started with, from
-// /proc/PID/cmdline (empty for a kernel thread or a zombie). The error wraps
-// os.ErrNotExist if there is no such process.
-func Args(pid int) ([]string, error) {
-	if pid <= 0 {
-		return nil, fmt.Errorf("command line: pid %d: %w", pid, os.ErrNotExist)
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil {
-		if errors.Is(err, syscall.ESRCH) {
-			err = os.ErrNotExist
-		}
-		return nil, fmt.Errorf("command line: pid %d: %w", pid, err)
-	}
-	if len(b) == 0 {
-		return nil, nil
-	}
-	return strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00"), nil
-}
-
 // Alive reports whether process pid exists and, when startTime != 0, started
 // at startTime (so a reused pid is not mistaken for the original). Zombies
 // count as not alive.

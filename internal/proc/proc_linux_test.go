@@ -84,31 +84,6 @@ func TestInvalidPids(t *testing.T) {
 	}
 }
 
-func TestArgs(t *testing.T) {
-	cmd := exec.Command("sleep", "30", "a b", "")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer cmd.Process.Kill()
-	want := []string{"sleep", "30", "a b", ""}
-	var got []string
-	waitFor(t, "sleep's command line", 5*time.Second, func() bool { // until the exec is done
-		got, _ = Args(cmd.Process.Pid)
-		return len(got) == len(want) && got[0] == "sleep"
-	})
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("Args = %q, want %q", got, want)
-		}
-	}
-	for _, pid := range []int{0, -1} {
-		if _, err := Args(pid); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("Args(%d) error = %v, want ErrNotExist", pid, err)
-		}
-	}
-}
-
 func TestExitedChild(t *testing.T) {
 	cmd := exec.Command("true")
 	if err := cmd.Run(); err != nil {

@@ -33,11 +33,6 @@ func Alive(pid int, startTime uint64) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// Args is not supported on this platform.
-func Args(pid int) ([]string, error) {
-	return nil, fmt.Errorf("command line: %w", errors.ErrUnsupported)
-}
-
 // GroupMembers is not supported on this platform.
 func GroupMembers(pgid int) ([]int, error) {
 	return nil, fmt.Errorf("list group members: %w", errors.ErrUnsupported)
