@@ -211,8 +211,10 @@ func applyTemplates(ctx context.Context, tx pgx.Tx, ts []*queue.Template, now ti
 					OR (templates.definition::jsonb->>'time_zone') IS DISTINCT FROM (excluded.definition::jsonb->>'time_zone')
 					OR `+enabledAgainSQL+`
 					THEN GREATEST(templates.cursor, excluded.cursor) ELSE templates.cursor END,
-				pending_trigger = CASE WHEN `+enabledAgainSQL+` THEN NULL ELSE templates.pending_trigger END,
-				pending_kind = CASE WHEN `+enabledAgainSQL+` THEN NULL ELSE templates.pending_kind END,
+				pending_trigger = CASE WHEN `+enabledAgainSQL+` AND coalesce(templates.pending_kind, 'cron') = 'cron'
+					THEN NULL ELSE templates.pending_trigger END,
+				pending_kind = CASE WHEN `+enabledAgainSQL+` AND coalesce(templates.pending_kind, 'cron') = 'cron'
+					THEN NULL ELSE templates.pending_kind END,
 				updated_at = CASE WHEN templates.definition = excluded.definition
 					THEN templates.updated_at ELSE excluded.updated_at END`,
 			names[i], defs[i], now)

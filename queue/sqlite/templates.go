@@ -154,13 +154,16 @@ func applyTemplates(ctx context.Context, tx *sql.Tx, ts []*queue.Template, now t
 		// are not fired again. A new schedule or time zone, or a job
 		// enabled again, starts from now (rescheduled): the slots
 		// before it were never this schedule's to miss (rescheduleSQL).
-		// A job enabled again drops a run that waited (overlap =
-		// queue) since before it was disabled, for the same reason.
+		// A job enabled again drops a slot's run that waited (overlap =
+		// queue) since before it was disabled, for the same reason; a
+		// run triggered by hand stays: someone asked for it.
 		_, err = tx.ExecContext(ctx, `INSERT INTO templates (name, definition, cursor, updated_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET definition = excluded.definition,
 				cursor = CASE WHEN `+rescheduleSQL+` THEN max(cursor, excluded.cursor) ELSE cursor END,
-				pending_trigger = CASE WHEN `+enabledAgainSQL+` THEN NULL ELSE pending_trigger END,
-				pending_kind = CASE WHEN `+enabledAgainSQL+` THEN NULL ELSE pending_kind END,
+				pending_trigger = CASE WHEN `+enabledAgainSQL+` AND coalesce(pending_kind, 'cron') = 'cron'
+					THEN NULL ELSE pending_trigger END,
+				pending_kind = CASE WHEN `+enabledAgainSQL+` AND coalesce(pending_kind, 'cron') = 'cron'
+					THEN NULL ELSE pending_kind END,
 				updated_at = CASE WHEN definition = excluded.definition THEN updated_at ELSE excluded.updated_at END`,
 			t.Name, string(def), toUS(now), toUS(now))
 		if err != nil {

@@ -201,10 +201,11 @@ func testOverlap(t *testing.T, open Opener) {
 	}
 }
 
-// testEnabledAgainDropsWaitingRun: a run waiting behind the previous one
-// (overlap = queue) when its job is disabled does not fire when the job
-// is enabled again: like the slots missed meanwhile, it is from before
-// the change.
+// testEnabledAgainDropsWaitingRun: a slot's run waiting behind the
+// previous one (overlap = queue) when its job is disabled does not fire
+// when the job is enabled again: like the slots missed meanwhile, it is
+// from before the change. A run triggered by hand still waits: someone
+// asked for it.
 func testEnabledAgainDropsWaitingRun(t *testing.T, open Opener) {
 	s := open(t)
 	q := template("q", queue.OverlapQueue)
@@ -223,6 +224,26 @@ func testEnabledAgainDropsWaitingRun(t *testing.T, open Opener) {
 	}
 	if p := templatesByName(t, s)["q"].PendingTrigger; !p.IsZero() {
 		t.Fatalf("run waiting from before the job was disabled still waits after it is enabled again: %v", p)
+	}
+
+	m := template("m", queue.OverlapQueue)
+	if err := s.ApplyTemplates(ctx(t), []*queue.Template{m}, t0); err != nil {
+		t.Fatal(err)
+	}
+	fire(t, s, m, queue.FireCron, t0.Add(time.Minute))
+	m.Enabled = false
+	if err := s.ApplyTemplates(ctx(t), []*queue.Template{m}, t0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if res := fire(t, s, m, queue.FireManual, t0.Add(3*time.Minute)); !res.Queued {
+		t.Fatalf("a trigger by hand should wait for the first run: %+v", res)
+	}
+	m.Enabled = true
+	if err := s.ApplyTemplates(ctx(t), []*queue.Template{m}, t0.Add(4*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got := templatesByName(t, s)["m"]; got.PendingTrigger.IsZero() || got.PendingKind != queue.FireManual {
+		t.Fatalf("a run triggered by hand while the job was disabled was dropped when it was enabled again: %+v", got)
 	}
 }
 
