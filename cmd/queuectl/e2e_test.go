@@ -467,6 +467,65 @@ func TestE2EWorkerStopTimeoutPutsJobBack(t *testing.T) {
 	}
 }
 
+// A worker that the second signal of worker stop --timeout does not end,
+// and that is not heard from (here stopped with SIGSTOP, as a hung one does
+// not beat either), is killed with its running attempt's processes, not
+// with the daemon a finished job of it left on purpose; the command returns
+// naming it, and the next worker rescues the job as a lost attempt.
+func TestE2EWorkerStopKillsAHungWorker(t *testing.T) {
+	c := newCLI(t)
+	pidFile, daemonFile := filepath.Join(c.home, "job.pid"), filepath.Join(c.home, "daemon.pid")
+	c.ok("enqueue", "--id", "daemon", "--command", `setsid -f sh -c 'echo $$ >`+daemonFile+`; exec sleep 600'`)
+	wpid, err := strconv.Atoi(strings.TrimSpace(c.ok("worker", "start", "--kill-grace", "100ms")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(wpid, syscall.SIGKILL) })
+	// readPID waits for the pid a job writes to file; the test kills it
+	// at its end.
+	readPID := func(file string) int {
+		pid := 0
+		waitFor(t, "the pid in "+filepath.Base(file), 10*time.Second, func() bool {
+			b, _ := os.ReadFile(file)
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			return pid > 0
+		})
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+		return pid
+	}
+	c.waitState("daemon", "completed", 20*time.Second)
+	dpid := readPID(daemonFile)
+	c.ok("enqueue", "--id", "hung", "--command",
+		`if [ "$QUEUECTL_ATTEMPT" = 1 ]; then echo $$ >`+pidFile+`; exec sleep 60; fi; echo again`)
+	c.waitState("hung", "processing", 20*time.Second)
+	jpid := readPID(pidFile)
+	if err := syscall.Kill(wpid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	cmd := c.cmd("worker", "stop", "--timeout", "300ms")
+	timer := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
+	out, errOut, code := runProcess(t, cmd)
+	if !timer.Stop() {
+		t.Fatal("worker stop waited for a hung worker for over 2 minutes")
+	}
+	killed := fmt.Sprintf("killed worker %d (SIGKILL)", wpid)
+	if code != 0 || out != "stopped 1 worker(s)\n" || !strings.Contains(errOut, killed) ||
+		!strings.Contains(errOut, "killed 1 process(es) of its running jobs") {
+		t.Fatalf("worker stop of a hung worker: exit %d, stdout %q, stderr %q; want 0, one stopped, %q", code, out, errOut, killed)
+	}
+	waitFor(t, "the worker and its attempt to go", 10*time.Second, func() bool {
+		return !proc.Alive(wpid, 0) && !proc.Alive(jpid, 0)
+	})
+	if !proc.Alive(dpid, 0) {
+		t.Fatal("the daemon a finished job left on purpose was killed")
+	}
+	c.ok("worker", "start")
+	j := c.waitState("hung", "completed", 30*time.Second)
+	if len(j.History) != 2 || j.History[0].Outcome != "lost" || j.History[1].Outcome != "succeeded" {
+		t.Fatalf("the killed worker's job: %+v; want a lost attempt, then a succeeded one", j)
+	}
+}
+
 func TestE2EPriorityOrderAndRunAt(t *testing.T) {
 	c := newCLI(t)
 	c.ok("enqueue", "--id", "low", "--command", "true", "--priority", "1")

@@ -385,7 +385,10 @@ func (a *app) workerStopCmd() *cobra.Command {
 		Long: `Ask every worker on this host to finish its current job and exit, and wait
 until they are gone. A queuectl run service is left running (it says so):
 stop it with SIGTERM or its service manager. With --timeout, running jobs still going after that long
-are stopped and put back in the queue (their attempt is not charged).
+are stopped and put back in the queue (their attempt is not charged). On
+Linux a worker still alive then that has not been heard from in 30s (hung,
+or stopped) is killed, with the processes of its running jobs, which the
+next worker rescues as lost attempts.
 
 With --all-hosts, workers on other hosts (sharing a PostgreSQL database) are
 asked too, through the database: they see the request at their next

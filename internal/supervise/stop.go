@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -32,8 +34,12 @@ type StopParams struct {
 
 // Stop asks this host's workers to stop (a signal: they drain) and, with
 // AllHosts, the other hosts' workers (a stop request in the store), and
-// waits until they are gone. After Timeout a second signal makes local
-// workers stop their running jobs; remote ones can only be waited for.
+// waits until they are gone. After Timeout (at least secondSignalGap) a
+// second signal makes local workers stop their running jobs; remote ones
+// can only be waited for. A local worker that then stays alive without
+// being heard from (view.Heard: its heartbeats stopped, so it is hung or
+// stopped, not draining or running an outcome hook, which beat) is killed
+// (killHung), on Linux.
 func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 	timeout, allHosts := p.Timeout, p.AllHosts
 	now := p.Now
@@ -107,13 +113,19 @@ func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 	var silent []string // remote workers not heard from: crashed, or cut off
 	start := time.Now()
 	forced := false
-	lastList := time.Time{}
+	lastList, lastHeard := time.Time{}, time.Time{}
 	for {
 		alive := 0
 		for _, w := range local {
 			if proc.Alive(w.PID, w.ProcStart) {
 				alive++
 			}
+		}
+		if forced && alive > 0 && runtime.GOOS == "linux" && time.Since(lastHeard) > 250*time.Millisecond {
+			if err := killHung(ctx, st, local, p); err != nil {
+				return err
+			}
+			lastHeard = time.Now()
 		}
 		if len(remote) > 0 && time.Since(lastList) > 250*time.Millisecond {
 			gone, err := dropUnregistered(ctx, st, remote, now())
@@ -130,7 +142,7 @@ func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 			return fmt.Errorf("%d worker(s) on other hosts still running after %s: %s", len(remote), timeout,
 				strings.Join(slices.Sorted(maps.Keys(remote)), ", "))
 		}
-		if timeout > 0 && !forced && time.Since(start) > timeout {
+		if timeout > 0 && !forced && time.Since(start) > max(timeout, secondSignalGap) {
 			fmt.Fprintf(p.Stderr, "timeout: stopping the running jobs of %d worker(s); they will be retried\n", alive)
 			signalAll(local, syscall.SIGTERM) // the second signal ends running jobs (the first reached them all)
 			forced = true
@@ -147,6 +159,63 @@ func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 			len(silent), view.WorkerAlive, strings.Join(silent, ", "))
 	}
 	fmt.Fprintf(p.Stdout, "stopped %d worker(s)\n", asked-len(silent))
+	return nil
+}
+
+// secondSignalGap is the least time between the first signal and the
+// second: two SIGTERMs sent closer may reach a worker as one (the kernel
+// keeps one pending signal of a kind), which would only drain.
+const secondSignalGap = 250 * time.Millisecond
+
+// killHung kills, with SIGKILL, each of the local workers still alive that
+// has not been heard from (view.Heard, by the database's clock), and the
+// processes of its running attempts: those carrying the job's id, the
+// attempt's number and the worker's id, as a rescue finds an attempt's
+// leftovers (not the daemons its finished jobs left on purpose, nor
+// services started from a job). Its jobs stay in the store as its: the
+// next worker to look rescues them as lost attempts, at once, since its
+// process is gone.
+func killHung(ctx context.Context, st queue.Store, local []*queue.WorkerInfo, p StopParams) error {
+	ws, err := st.ListWorkers(ctx)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	if p.Now != nil {
+		now = p.Now()
+	}
+	if now, err = HeartbeatNow(ctx, st, now); err != nil {
+		return err
+	}
+	heard := map[string]bool{}
+	for _, w := range ws {
+		heard[w.ID] = view.Heard(w, now)
+	}
+	for _, w := range local {
+		if h, registered := heard[w.ID]; h || !registered || !proc.Alive(w.PID, w.ProcStart) {
+			continue // heard from, unregistered (exiting), or gone
+		}
+		jobs, err := st.RescueCandidates(ctx, queue.RescueParams{Now: now, Host: w.Host, BootID: w.BootID})
+		if err != nil {
+			return err
+		}
+		if err := syscall.Kill(w.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("kill worker %d: %w", w.PID, err)
+		}
+		n := 0
+		for _, j := range jobs {
+			if j.Worker != w.ID {
+				continue
+			}
+			k, err := proc.KillByEnv("QUEUECTL_JOB_ID="+j.ID, "QUEUECTL_ATTEMPT="+strconv.Itoa(j.Attempts), "QUEUECTL_WORKER="+w.ID)
+			if err != nil {
+				fmt.Fprintf(p.Stderr, "kill the processes of job %s: %v\n", j.ID, err)
+			}
+			n += k
+		}
+		fmt.Fprintf(p.Stderr, "killed worker %d (SIGKILL): alive after the second signal but not heard from in %s (hung, or stopped); "+
+			"killed %d process(es) of its running jobs, which the next worker rescues as lost attempts\n", w.PID, view.WorkerAlive, n)
+	}
 	return nil
 }
 
