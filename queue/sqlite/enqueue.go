@@ -106,8 +106,11 @@ func (t insertTx) UniqueHolder(ctx context.Context, key string, since time.Time)
 	return id, err == nil, err
 }
 
+// DependencyStates leaves out the jobs an import has staged: until it
+// commits they are no jobs, to an enqueue as to every reader (an import
+// aborted or killed adds none of them).
 func (t insertTx) DependencyStates(ctx context.Context, ids []string) (map[string]queue.State, error) {
-	return t.states(ctx, `SELECT id, state FROM jobs WHERE id IN (SELECT value FROM json_each(?1))`, ids)
+	return t.states(ctx, `SELECT id, state FROM jobs WHERE id IN (SELECT value FROM json_each(?1)) AND state <> 'staged'`, ids)
 }
 
 // states runs query, which selects the id and state of the jobs ids names

@@ -295,3 +295,25 @@ func testImportCancelledJobHoldsNoKey(t *testing.T, open Opener) {
 		t.Errorf("c: %s, want cancelled", got.State)
 	}
 }
+
+// A job an import has staged but not committed is no job to an enqueue,
+// as to every reader: a job enqueued after it is refused as after an
+// unknown id. Taking it would leave that job waiting for ever once the
+// import is aborted (or its process killed), for a job never added.
+func testAfterAStagedJob(t *testing.T, open Opener) {
+	s, other := open(t), open(t)
+	imp := begin(t, s)
+	defer imp.Abort(ctx(t))
+	stage(t, imp, []*queue.Job{job(t, "staged", nil)})
+	stage(t, imp, []*queue.Job{job(t, "staged2", keyed("k"))})
+	for _, id := range []string{"staged", "staged2"} {
+		err := other.InsertJobs(ctx(t), []*queue.Job{job(t, "next", after(id))})
+		if !errors.Is(err, queue.ErrInvalid) || !containsQuoted(err, id) {
+			t.Fatalf("enqueue after %s, a job of an import not committed: %v; want ErrInvalid naming it", id, err)
+		}
+	}
+	if err := imp.Abort(ctx(t)); err != nil {
+		t.Fatalf("abort: %v", err)
+	}
+	checkVisible(t, s, 0, "next")
+}

@@ -90,6 +90,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"ImportAfterLater", testImportAfterLater},
 		{"ImportUniqueKey", testImportUniqueKey},
 		{"AfterAJobNotAdded", testAfterAJobNotAdded},
+		{"AfterAStagedJob", testAfterAStagedJob},
 		{"ImportDecidesAsInserts", testImportDecidesAsInserts},
 		{"ImportCancelledJobHoldsNoKey", testImportCancelledJobHoldsNoKey},
 		{"LabelsAndHooks", testLabelsAndHooks},
