@@ -48,6 +48,14 @@ const maxJobLine = 16 << 20
 // added: that job's id is printed in its place, with a note, and a job of
 // the file after it runs after that job.
 func (a *app) enqueueFile(cmd *cobra.Command, path string, now time.Time, ignored map[string]bool) error {
+	err := a.enqueueFileIn(cmd, path, now, ignored)
+	if errors.Is(err, queue.ErrUnavailable) { // busy, a full disk, a deadlock: the import took nothing
+		return fmt.Errorf("%w (nothing was stored: run the import again)", err)
+	}
+	return err
+}
+
+func (a *app) enqueueFileIn(cmd *cobra.Command, path string, now time.Time, ignored map[string]bool) error {
 	return a.withStore(cmd, func(ctx context.Context, st queue.Store) error {
 		o, ok := st.(queue.OneTransactionImports)
 		src, again, cleanup, err := a.openJobFile(path, ok && o.ImportIsOneTransaction())

@@ -81,9 +81,9 @@ func (b *bulkImport) Stage(ctx context.Context, jobs []*queue.Job) error {
 	if b.done {
 		return errors.New("stage jobs: the import has ended")
 	}
-	return b.chunks.Stage(ctx, jobs, func(ctx context.Context, jobs []*queue.Job) error {
+	return transient(b.chunks.Stage(ctx, jobs, func(ctx context.Context, jobs []*queue.Job) error {
 		return copyJobs(ctx, b.tx, jobs)
-	}, b.stageShaped)
+	}, b.stageShaped))
 }
 
 // copyColumns are the columns copyJobs writes, in insertArgs' order.
@@ -270,7 +270,9 @@ func (t stagedTx) DependencyStates(ctx context.Context, ids []string) (map[strin
 }
 
 // Commit implements queue.Import.
-func (b *bulkImport) Commit(ctx context.Context) error {
+func (b *bulkImport) Commit(ctx context.Context) error { return transient(b.commit(ctx)) }
+
+func (b *bulkImport) commit(ctx context.Context) error {
 	if b.done {
 		return errors.New("commit import: the import has ended")
 	}

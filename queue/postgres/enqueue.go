@@ -81,7 +81,7 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.insertShaped(ctx, tx, jobs) })
 	}
 	if err != nil {
-		return fmt.Errorf("insert jobs: %w", err)
+		return fmt.Errorf("insert jobs: %w", transient(err))
 	}
 	s.wake.broadcast()
 	return nil

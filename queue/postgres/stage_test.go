@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -105,5 +106,56 @@ func TestImportChunkTakenBackLeavesOtherJobs(t *testing.T) {
 	got, err := s.GetJob(tctx(t), "x")
 	if err != nil || got.Command != "echo stored" || got.UniqueKey != "" {
 		t.Fatalf("the stored job x: %+v, %v; want it as it was", got, err)
+	}
+}
+
+// Two imports that take the same unique keys in opposite orders deadlock
+// on the server, which rolls one back: its error is queue.ErrUnavailable
+// (nothing of it was kept; made again it may succeed), and the other
+// commits.
+func TestImportsDeadlockingOnKeysAreRetryable(t *testing.T) {
+	schema, u := newSchema(t)
+	t.Cleanup(func() { checkJobTotals(t, schema) })
+	s := open(t, u)
+	mk := func(id, key string) *queue.Job {
+		j, err := queue.NewJob{ID: id, Command: "true", UniqueKey: key}.Resolve(queue.DefaultSettings(), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	a, err := s.BeginImport(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Abort(tctx(t))
+	b, err := s.BeginImport(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Abort(tctx(t))
+	if err := a.Stage(tctx(t), []*queue.Job{mk("a1", "k1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Stage(tctx(t), []*queue.Job{mk("b2", "k2")}); err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan error, 1)
+	go func() { second <- a.Stage(tctx(t), []*queue.Job{mk("a2", "k2")}) }() // waits for b's k2
+	errB := b.Stage(tctx(t), []*queue.Job{mk("b1", "k1")})                   // waits for a's k1: a deadlock
+	if errB == nil {
+		errB = b.Commit(tctx(t))
+	} else {
+		b.Abort(tctx(t))
+	}
+	errA := <-second
+	if errA == nil {
+		errA = a.Commit(tctx(t))
+	}
+	if (errA == nil) == (errB == nil) {
+		t.Fatalf("want one import rolled back and one committed: %v; %v", errA, errB)
+	}
+	if err := errors.Join(errA, errB); !errors.Is(err, queue.ErrUnavailable) {
+		t.Fatalf("the rolled back import's error is not ErrUnavailable: %v", err)
 	}
 }
