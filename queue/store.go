@@ -197,7 +197,9 @@ type FinishClaimer interface {
 }
 
 // Tidier is a store that keeps its own tables in shape when nothing else
-// does (PostgreSQL whose server runs without autovacuum). Engines call
+// does (PostgreSQL whose server runs without autovacuum; SQLite, whose
+// imports left by a process that died wait for a process to finish them).
+// Engines call
 // Tidy now and then; it returns at once when there is nothing to do, is
 // safe to call from many processes at a time, and reports what it did
 // ("vacuum jobs", say), for the log.

@@ -77,7 +77,7 @@ var _ queue.Import = (*bulkImport)(nil)
 
 // BeginImport implements queue.Store.
 func (s *Store) BeginImport(ctx context.Context) (queue.Import, error) {
-	if err := s.recoverImports(ctx); err != nil {
+	if _, err := s.recoverImports(ctx); err != nil {
 		return nil, fmt.Errorf("begin import: %w", err)
 	}
 	id := queue.NewID()
@@ -261,13 +261,27 @@ func (s *Store) forgetImport(ctx context.Context, id string) error {
 	})
 }
 
+// Tidy implements queue.Tidier: it finishes the imports whose process
+// died since this process opened the database (recoverImports), so that a
+// long-running worker or service publishes the jobs of an importer killed
+// after its commit, and frees the ids and keys of one killed before,
+// without waiting for another process to open the database. One read of
+// the imports table when there are none.
+func (s *Store) Tidy(ctx context.Context) ([]string, error) {
+	n, err := s.recoverImports(ctx)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	return []string{fmt.Sprintf("finished %d import(s) whose process died", n)}, nil
+}
+
 // recoverImports finishes the imports whose process died: it publishes
-// committed ones and drops the others. Imports whose lock is held are
-// alive and left alone.
-func (s *Store) recoverImports(ctx context.Context) error {
+// committed ones and drops the others, and reports how many. Imports
+// whose lock is held are alive and left alone.
+func (s *Store) recoverImports(ctx context.Context) (int, error) {
 	rows, err := s.readDB.QueryContext(ctx, `SELECT id, committed FROM imports`)
 	if err != nil {
-		return describe(err)
+		return 0, describe(err)
 	}
 	type imp struct {
 		id        string
@@ -278,18 +292,19 @@ func (s *Store) recoverImports(ctx context.Context) error {
 		var i imp
 		if err := rows.Scan(&i.id, &i.committed); err != nil {
 			rows.Close()
-			return err
+			return 0, err
 		}
 		imps = append(imps, i)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return err
+		return 0, err
 	}
+	n := 0
 	for _, i := range imps {
 		lock, ok, err := s.lockImport(i.id)
 		if err != nil {
-			return err
+			return n, err
 		}
 		if !ok {
 			continue // its process is alive
@@ -301,10 +316,11 @@ func (s *Store) recoverImports(ctx context.Context) error {
 		}
 		s.unlockImport(i.id, lock)
 		if err != nil {
-			return err
+			return n, err
 		}
+		n++
 	}
-	return nil
+	return n, nil
 }
 
 func (s *Store) importLock(id string) string { return s.path + "-import-" + id }

@@ -177,3 +177,49 @@ func TestCommittedImportIsFinished(t *testing.T) {
 		t.Fatalf("%d imports left", n)
 	}
 }
+
+// A process that keeps the database open (a worker, a service) finishes,
+// as it tidies, the imports whose process died after it opened it: a
+// committed one is published, an uncommitted one dropped. Before, their
+// jobs stayed hidden, and their ids and keys taken, until another process
+// opened the database.
+func TestTidyFinishesImportsOfDeadProcesses(t *testing.T) {
+	path, raw := migratedRaw(t)
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now().UnixMicro()
+	for _, imp := range []struct {
+		id        string
+		committed bool
+		jobs      int
+	}{{"done", true, 5}, {"gone", false, 3}} {
+		if _, err := raw.Exec(`INSERT INTO imports (id, committed) VALUES (?, ?)`, imp.id, imp.committed); err != nil {
+			t.Fatal(err)
+		}
+		for i := range imp.jobs {
+			_, err := raw.Exec(`INSERT INTO jobs (id, queue, command, state, max_retries, backoff_base, max_backoff_us,
+				run_at, created_at, updated_at, import_id) VALUES (?, 'default', 'true', 'staged', 3, 2, 3600000000, ?, ?, ?, ?)`,
+				fmt.Sprintf("%s-%d", imp.id, i), now, now, now, imp.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	done, err := s.Tidy(context.Background())
+	if err != nil || len(done) != 1 || done[0] != "finished 2 import(s) whose process died" {
+		t.Fatalf("tidy: %q, %v", done, err)
+	}
+	counts, err := s.CountJobs(context.Background())
+	if err != nil || len(counts) != 1 || counts[0].State != queue.StatePending || counts[0].N != 5 {
+		t.Fatalf("after tidying: %+v, %v; want the committed import's 5 jobs pending", counts, err)
+	}
+	if n := rawCount(t, path, `SELECT count(*) FROM jobs`) + rawCount(t, path, `SELECT count(*) FROM imports`); n != 5 {
+		t.Fatalf("%d rows left, want the 5 published jobs", n)
+	}
+	if done, err := s.Tidy(context.Background()); err != nil || len(done) != 0 {
+		t.Fatalf("tidy with nothing to do: %q, %v", done, err)
+	}
+}

@@ -132,7 +132,7 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 	// jobs are invisible meanwhile, so a failure here only leaves the
 	// work to the next Open or import.
 	if !o.AsIs {
-		_ = s.recoverImports(ctx)
+		_, _ = s.recoverImports(ctx)
 	}
 	return s, nil
 }
