@@ -36,8 +36,9 @@ func TestKillHungKillsOnlySilentWorkersAndTheirAttempts(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		go cmd.Wait() // reap it when killed, so that it is gone, not a zombie
+		reaped := make(chan struct{})
+		go func() { cmd.Wait(); close(reaped) }() // reap it when killed, so that it is gone, not a zombie
+		t.Cleanup(func() { cmd.Process.Kill(); <-reaped })
 		start, err := proc.StartTime(cmd.Process.Pid)
 		if err != nil {
 			t.Fatal(err)
