@@ -85,6 +85,11 @@ var (
 	// stayed locked by another process, its disk is full); nothing was
 	// changed, and the same request may succeed later.
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrPublishing: an import committed (its jobs are stored) but making
+	// them visible stopped part-way; the store finishes it later (the next
+	// process to open the database, a running worker). Not to be imported
+	// again.
+	ErrPublishing = errors.New("the import is stored; making its jobs visible stopped and is finished later")
 )
 
 // JobError is an error about one job of those a call stores, naming it.

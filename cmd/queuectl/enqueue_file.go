@@ -49,7 +49,10 @@ const maxJobLine = 16 << 20
 // the file after it runs after that job.
 func (a *app) enqueueFile(cmd *cobra.Command, path string, now time.Time, ignored map[string]bool) error {
 	err := a.enqueueFileIn(cmd, path, now, ignored)
-	if errors.Is(err, queue.ErrUnavailable) { // busy, a full disk, a deadlock: the import took nothing
+	switch {
+	case errors.Is(err, queue.ErrPublishing): // stored: importing it again would add its jobs twice
+		return fmt.Errorf("%w (do not run the import again: its jobs appear once a worker runs or a command opens the database)", err)
+	case errors.Is(err, queue.ErrUnavailable): // busy, a full disk, a deadlock: the import took nothing
 		return fmt.Errorf("%w (nothing was stored: run the import again)", err)
 	}
 	return err

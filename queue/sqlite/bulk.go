@@ -153,8 +153,9 @@ func (b *bulkImport) Commit(ctx context.Context) error {
 	b.done = true
 	defer b.s.unlockImport(b.id, b.lock)
 	if perr := b.s.publish(ctx, b.id); perr != nil && err == nil {
-		// The next Open or import finishes publishing.
-		err = perr
+		// The next Open or import, or a running worker's Tidy, finishes
+		// publishing.
+		err = fmt.Errorf("%w: %w", queue.ErrPublishing, perr)
 	}
 	if err != nil {
 		return fmt.Errorf("commit import: %w", err)

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -221,5 +222,43 @@ func TestTidyFinishesImportsOfDeadProcesses(t *testing.T) {
 	}
 	if done, err := s.Tidy(context.Background()); err != nil || len(done) != 0 {
 		t.Fatalf("tidy with nothing to do: %q, %v", done, err)
+	}
+}
+
+// An import whose publishing fails after its commit reports that its jobs
+// are stored (queue.ErrPublishing), even when the failure is the kind that
+// leaves a change undone (busy): importing it again would add its jobs
+// twice. Tidying then publishes them.
+func TestPublishFailureAfterCommitSaysStored(t *testing.T) {
+	path, raw := migratedRaw(t)
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	imp, err := s.BeginImport(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _ := queue.NewJob{ID: "j", Command: "true"}.Resolve(queue.DefaultSettings(), time.Now())
+	if err := imp.Stage(ctx, []*queue.Job{j}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`CREATE TRIGGER no_publish BEFORE UPDATE OF state ON jobs WHEN old.state = 'staged'
+		BEGIN SELECT RAISE(ABORT, 'publishing refused'); END`); err != nil {
+		t.Fatal(err)
+	}
+	if err := imp.Commit(ctx); !errors.Is(err, queue.ErrPublishing) {
+		t.Fatalf("commit whose publishing failed: %v, want ErrPublishing", err)
+	}
+	if _, err := raw.Exec(`DROP TRIGGER no_publish`); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := s.Tidy(ctx); err != nil || len(done) != 1 {
+		t.Fatalf("tidy: %q, %v", done, err)
+	}
+	if got, err := s.GetJob(ctx, "j"); err != nil || got.State != queue.StatePending {
+		t.Fatalf("after tidying: %+v, %v; want j pending", got, err)
 	}
 }
