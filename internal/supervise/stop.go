@@ -37,9 +37,9 @@ type StopParams struct {
 // waits until they are gone. After Timeout (at least secondSignalGap) a
 // second signal makes local workers stop their running jobs; remote ones
 // can only be waited for. A local worker that then stays alive without
-// being heard from (view.Heard: its heartbeats stopped, so it is hung or
-// stopped, not draining or running an outcome hook, which beat) is killed
-// (killHung), on Linux.
+// being heard from (its heartbeats stopped, so it is hung or stopped, not
+// draining or running an outcome hook, which beat) is killed (killHung),
+// on Linux; when the store cannot be read, it is waited for.
 func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 	timeout, allHosts := p.Timeout, p.AllHosts
 	now := p.Now
@@ -114,6 +114,7 @@ func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 	start := time.Now()
 	forced := false
 	lastList, lastHeard := time.Time{}, time.Time{}
+	hung := hungWatch{beats: map[string]beat{}, after: view.WorkerAlive}
 	for {
 		alive := 0
 		for _, w := range local {
@@ -122,8 +123,10 @@ func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 			}
 		}
 		if forced && alive > 0 && runtime.GOOS == "linux" && time.Since(lastHeard) > 250*time.Millisecond {
-			if err := killHung(ctx, st, local, p); err != nil {
-				return err
+			if err := hung.killHung(ctx, st, local, p); err != nil && !hung.warned {
+				// Killing is an extra: without the store, wait as before.
+				fmt.Fprintf(p.Stderr, "cannot tell whether a worker is hung (%v): waiting for them\n", err)
+				hung.warned = true
 			}
 			lastHeard = time.Now()
 		}
@@ -167,15 +170,30 @@ func Stop(ctx context.Context, st queue.Store, p StopParams) error {
 // keeps one pending signal of a kind), which would only drain.
 const secondSignalGap = 250 * time.Millisecond
 
+// hungWatch tells hung local workers from live ones after the second
+// signal: a worker is hung when its heartbeat has not moved for
+// view.WorkerAlive of this process's monotonic time, watched from the
+// second signal on, and it is not heard from by the database's clock (so
+// neither a clock step nor a heartbeat from before the watch decides).
+type hungWatch struct {
+	beats  map[string]beat // by worker id: its last heartbeat, and since when it has not moved
+	after  time.Duration   // how long a heartbeat stays put before its worker is hung
+	warned bool            // a failed check was reported
+}
+
+type beat struct {
+	at    time.Time
+	since time.Time
+}
+
 // killHung kills, with SIGKILL, each of the local workers still alive that
-// has not been heard from (view.Heard, by the database's clock), and the
-// processes of its running attempts: those carrying the job's id, the
-// attempt's number and the worker's id, as a rescue finds an attempt's
-// leftovers (not the daemons its finished jobs left on purpose, nor
-// services started from a job). Its jobs stay in the store as its: the
-// next worker to look rescues them as lost attempts, at once, since its
-// process is gone.
-func killHung(ctx context.Context, st queue.Store, local []*queue.WorkerInfo, p StopParams) error {
+// is hung (hungWatch), and the processes of its running attempts: those
+// carrying the job's id, the attempt's number and the worker's id, as a
+// rescue finds an attempt's leftovers (not the daemons its finished jobs
+// left on purpose, nor services started from a job). Its jobs stay in the
+// store as its: the next worker to look rescues them as lost attempts, at
+// once, since its process is gone.
+func (h *hungWatch) killHung(ctx context.Context, st queue.Store, local []*queue.WorkerInfo, p StopParams) error {
 	ws, err := st.ListWorkers(ctx)
 	if err != nil {
 		return err
@@ -187,17 +205,29 @@ func killHung(ctx context.Context, st queue.Store, local []*queue.WorkerInfo, p 
 	if now, err = HeartbeatNow(ctx, st, now); err != nil {
 		return err
 	}
-	heard := map[string]bool{}
+	registered := map[string]*queue.WorkerInfo{}
 	for _, w := range ws {
-		heard[w.ID] = view.Heard(w, now)
+		registered[w.ID] = w
 	}
 	for _, w := range local {
-		if h, registered := heard[w.ID]; h || !registered || !proc.Alive(w.PID, w.ProcStart) {
-			continue // heard from, unregistered (exiting), or gone
+		r := registered[w.ID]
+		if r == nil || !proc.Alive(w.PID, w.ProcStart) {
+			continue // unregistered (exiting), or gone
+		}
+		b, seen := h.beats[w.ID]
+		if !seen || !b.at.Equal(r.HeartbeatAt) {
+			h.beats[w.ID] = beat{at: r.HeartbeatAt, since: time.Now()}
+			continue
+		}
+		if view.Heard(r, now) || time.Since(b.since) < h.after {
+			continue
 		}
 		jobs, err := st.RescueCandidates(ctx, queue.RescueParams{Now: now, Host: w.Host, BootID: w.BootID})
 		if err != nil {
 			return err
+		}
+		if !proc.Alive(w.PID, w.ProcStart) { // gone meanwhile: its pid may be another process's now
+			continue
 		}
 		if err := syscall.Kill(w.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return fmt.Errorf("kill worker %d: %w", w.PID, err)

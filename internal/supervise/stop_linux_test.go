@@ -1,8 +1,10 @@
 package supervise
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,10 +71,21 @@ func TestKillHungKillsOnlySilentWorkersAndTheirAttempts(t *testing.T) {
 	daemon, _ := spawn("QUEUECTL_JOB_ID=done-long-ago", "QUEUECTL_ATTEMPT=1", "QUEUECTL_WORKER=hung")
 
 	var stderr bytes.Buffer
-	err = killHung(ctx, st, []*queue.WorkerInfo{hung, busy}, StopParams{Now: func() time.Time { return now }, Stderr: &stderr})
-	if err != nil {
-		t.Fatal(err)
+	// The first look notes each heartbeat; the second finds the silent
+	// one's unmoved (for no time at all, here).
+	watch := hungWatch{beats: map[string]beat{}}
+	look := func() {
+		t.Helper()
+		err := watch.killHung(ctx, st, []*queue.WorkerInfo{hung, busy}, StopParams{Now: func() time.Time { return now }, Stderr: &stderr})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
+	look()
+	if syscall.Kill(hung.PID, 0) != nil || stderr.Len() > 0 {
+		t.Fatalf("killed at the first look, before its heartbeat was seen not to move: %q", stderr.String())
+	}
+	look()
 	gone := func(pid int) bool {
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
@@ -91,5 +104,63 @@ func TestKillHungKillsOnlySilentWorkersAndTheirAttempts(t *testing.T) {
 	}
 	if want := "killed 1 process(es) of its running jobs"; !bytes.Contains(stderr.Bytes(), []byte(want)) {
 		t.Fatalf("stderr %q, want it to say %q", stderr.String(), want)
+	}
+}
+
+// failingWorkers is a store whose ListWorkers fails after its first call.
+type failingWorkers struct {
+	queue.Store
+	calls int
+}
+
+func (f *failingWorkers) ListWorkers(ctx context.Context) ([]*queue.WorkerInfo, error) {
+	if f.calls++; f.calls > 1 {
+		return nil, errors.New("connection reset")
+	}
+	return f.Store.ListWorkers(ctx)
+}
+
+// When the store cannot be read after the second signal, whether a worker
+// is hung cannot be told: Stop says so and waits for the worker, as it did
+// before it killed hung ones, rather than failing while it still drains.
+func TestStopWaitsWhenItCannotTellHung(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "q.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// A worker that ignores both signals and ends on its own a little later.
+	cmd := exec.Command("sh", "-c", `trap "" TERM; echo ready; sleep 1`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" { // its trap is set
+		t.Fatalf("stand-in worker: %q, %v", line, err)
+	}
+	reaped := make(chan struct{})
+	go func() { cmd.Wait(); close(reaped) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-reaped })
+	start, err := proc.StartTime(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	now := time.Now()
+	if err := st.RegisterWorker(ctx, &queue.WorkerInfo{ID: "w", PID: cmd.Process.Pid, Host: host, BootID: proc.BootID(),
+		ProcStart: start, StartedAt: now, HeartbeatAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	err = Stop(ctx, &failingWorkers{Store: st}, StopParams{Host: host, Timeout: time.Millisecond, Stdout: &stdout, Stderr: &stderr})
+	if err != nil || stdout.String() != "stopped 1 worker(s)\n" {
+		t.Fatalf("stop: %v, stdout %q, stderr %q; want the worker waited for", err, stdout.String(), stderr.String())
+	}
+	if want := "cannot tell whether a worker is hung (connection reset)"; !bytes.Contains(stderr.Bytes(), []byte(want)) {
+		t.Fatalf("stderr %q, want %q", stderr.String(), want)
 	}
 }
