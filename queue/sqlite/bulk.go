@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"syscall"
@@ -270,10 +271,10 @@ func (s *Store) forgetImport(ctx context.Context, id string) error {
 // the imports table when there are none.
 func (s *Store) Tidy(ctx context.Context) ([]string, error) {
 	n, err := s.recoverImports(ctx)
-	if err != nil || n == 0 {
+	if n == 0 {
 		return nil, err
 	}
-	return []string{fmt.Sprintf("finished %d import(s) whose process died", n)}, nil
+	return []string{fmt.Sprintf("finished %d import(s) whose process died", n)}, err
 }
 
 // recoverImports finishes the imports whose process died: it publishes
@@ -301,11 +302,17 @@ func (s *Store) recoverImports(ctx context.Context) (int, error) {
 	if err := rows.Err(); err != nil {
 		return 0, err
 	}
+	// One import that cannot be finished now leaves the others to be.
 	n := 0
+	var errs []error
 	for _, i := range imps {
 		lock, ok, err := s.lockImport(i.id)
+		if errors.Is(err, fs.ErrPermission) {
+			continue // another user's import: alive, or left to that user's processes
+		}
 		if err != nil {
-			return n, err
+			errs = append(errs, err)
+			continue
 		}
 		if !ok {
 			continue // its process is alive
@@ -317,11 +324,12 @@ func (s *Store) recoverImports(ctx context.Context) (int, error) {
 		}
 		s.unlockImport(i.id, lock)
 		if err != nil {
-			return n, err
+			errs = append(errs, err)
+			continue
 		}
 		n++
 	}
-	return n, nil
+	return n, errors.Join(errs...)
 }
 
 func (s *Store) importLock(id string) string { return s.path + "-import-" + id }

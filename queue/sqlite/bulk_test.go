@@ -262,3 +262,36 @@ func TestPublishFailureAfterCommitSaysStored(t *testing.T) {
 		t.Fatalf("after tidying: %+v, %v; want j pending", got, err)
 	}
 }
+
+// An import that cannot be finished now (its lock file cannot be opened)
+// leaves the other dead imports to be finished, and is reported.
+func TestTidyFinishesOtherImportsPastOneThatFails(t *testing.T) {
+	path, raw := migratedRaw(t)
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now().UnixMicro()
+	for _, id := range []string{"a-stuck", "b-done"} {
+		if _, err := raw.Exec(`INSERT INTO imports (id, committed) VALUES (?, 1)`, id); err != nil {
+			t.Fatal(err)
+		}
+		_, err := raw.Exec(`INSERT INTO jobs (id, queue, command, state, max_retries, backoff_base, max_backoff_us,
+			run_at, created_at, updated_at, import_id) VALUES (?, 'default', 'true', 'staged', 3, 2, 3600000000, ?, ?, ?, ?)`,
+			id+"-job", now, now, now, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(path+"-import-a-stuck", 0o700); err != nil { // no lock file can be opened there
+		t.Fatal(err)
+	}
+	done, err := s.Tidy(context.Background())
+	if err == nil || len(done) != 1 {
+		t.Fatalf("tidy: %q, %v; want one import finished and an error for the other", done, err)
+	}
+	if got, err := s.GetJob(context.Background(), "b-done-job"); err != nil || got.State != queue.StatePending {
+		t.Fatalf("the import after the stuck one: %+v, %v; want its job pending", got, err)
+	}
+}
