@@ -84,8 +84,8 @@ func toAPIError(err error) *apiError {
 		return errorf(http.StatusRequestEntityTooLarge, codeTooLarge, "request body over %d bytes", tooLarge.Limit)
 	case errors.Is(err, queue.ErrReadOnly): // a database served only to be read
 		return errorf(http.StatusServiceUnavailable, codeUnavailable, "the database is read-only: it can be read here, not changed")
-	case errors.Is(err, queue.ErrUnavailable): // busy, or a full disk: for a while
-		return errorf(http.StatusServiceUnavailable, codeUnavailable, "the database cannot take changes now (busy, or its disk is full); nothing was changed: try again")
+	case errors.Is(err, queue.ErrUnavailable): // busy, a full disk, a deadlock: for a while
+		return errorf(http.StatusServiceUnavailable, codeUnavailable, "the database cannot take changes now (busy, its disk full, or a conflict with another transaction); nothing was changed: try again")
 	case errors.Is(err, queue.ErrNotFound):
 		return errorf(http.StatusNotFound, codeNotFound, "%s", err)
 	case errors.Is(err, queue.ErrDuplicate):
