@@ -24,11 +24,7 @@ import (
 // the hung worker left on purpose.
 func TestKillHungKillsOnlySilentWorkersAndTheirAttempts(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "q.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := tempStore(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	// spawn starts a stand-in process with env, killed at the end.
 	spawn := func(env ...string) (int, uint64) {
@@ -38,14 +34,7 @@ func TestKillHungKillsOnlySilentWorkersAndTheirAttempts(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		reaped := make(chan struct{})
-		go func() { cmd.Wait(); close(reaped) }() // reap it when killed, so that it is gone, not a zombie
-		t.Cleanup(func() { cmd.Process.Kill(); <-reaped })
-		start, err := proc.StartTime(cmd.Process.Pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cmd.Process.Pid, start
+		return reaped(t, cmd)
 	}
 	worker := func(id string, heard time.Time) *queue.WorkerInfo {
 		pid, start := spawn()
@@ -125,11 +114,7 @@ func (f *failingWorkers) ListWorkers(ctx context.Context) ([]*queue.WorkerInfo, 
 // before it killed hung ones, rather than failing while it still drains.
 func TestStopWaitsWhenItCannotTellHung(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "q.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := tempStore(t)
 	// A worker that ignores both signals and ends on its own a little later.
 	cmd := exec.Command("sh", "-c", `trap "" TERM; echo ready; sleep 1`)
 	out, err := cmd.StdoutPipe()
@@ -142,16 +127,10 @@ func TestStopWaitsWhenItCannotTellHung(t *testing.T) {
 	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" { // its trap is set
 		t.Fatalf("stand-in worker: %q, %v", line, err)
 	}
-	reaped := make(chan struct{})
-	go func() { cmd.Wait(); close(reaped) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-reaped })
-	start, err := proc.StartTime(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pid, start := reaped(t, cmd)
 	host, _ := os.Hostname()
 	now := time.Now()
-	if err := st.RegisterWorker(ctx, &queue.WorkerInfo{ID: "w", PID: cmd.Process.Pid, Host: host, BootID: proc.BootID(),
+	if err := st.RegisterWorker(ctx, &queue.WorkerInfo{ID: "w", PID: pid, Host: host, BootID: proc.BootID(),
 		ProcStart: start, StartedAt: now, HeartbeatAt: now}); err != nil {
 		t.Fatal(err)
 	}
@@ -163,4 +142,30 @@ func TestStopWaitsWhenItCannotTellHung(t *testing.T) {
 	if want := "cannot tell whether a worker is hung (connection reset)"; !bytes.Contains(stderr.Bytes(), []byte(want)) {
 		t.Fatalf("stderr %q, want %q", stderr.String(), want)
 	}
+}
+
+// tempStore is a store on a new SQLite file, closed at the test's end.
+func tempStore(t *testing.T) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "q.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// reaped watches a started stand-in process: it is reaped as soon as it
+// ends (so that it is gone, not a zombie) and killed at the test's end. It
+// returns its pid and start-time token.
+func reaped(t *testing.T, cmd *exec.Cmd) (int, uint64) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	start, err := proc.StartTime(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid, start
 }

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -19,28 +20,17 @@ func TestImportChunkKeyTakenAfterRead(t *testing.T) {
 	schema, u := newSchema(t)
 	t.Cleanup(func() { checkJobTotals(t, schema) })
 	s, other := open(t, u), open(t, u)
-	mk := func(id, key string, after ...string) *queue.Job {
-		j, err := queue.NewJob{ID: id, Command: "true", UniqueKey: key, After: after}.Resolve(queue.DefaultSettings(), time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return j
-	}
-	imp, err := s.BeginImport(tctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer imp.Abort(tctx(t))
+	imp := beginImport(t, s)
 	took := false
 	postgres.AfterChunkRead(imp, func() {
 		if !took {
 			took = true
-			if err := other.InsertJobs(tctx(t), []*queue.Job{mk("theirs", "k")}); err != nil {
+			if err := other.InsertJobs(tctx(t), []*queue.Job{keyed(t, "theirs", "k", "")}); err != nil {
 				t.Errorf("enqueue from another session: %v", err)
 			}
 		}
 	})
-	mine, next, free := mk("mine", "k"), mk("next", "", "mine"), mk("free", "k2")
+	mine, next, free := keyed(t, "mine", "k", ""), keyed(t, "next", "", "", "mine"), keyed(t, "free", "k2", "")
 	if err := imp.Stage(tctx(t), []*queue.Job{mine, next, free}); err != nil {
 		t.Fatalf("stage: %v", err)
 	}
@@ -73,27 +63,16 @@ func TestImportChunkTakenBackLeavesOtherJobs(t *testing.T) {
 	schema, u := newSchema(t)
 	t.Cleanup(func() { checkJobTotals(t, schema) })
 	s, other := open(t, u), open(t, u)
-	mk := func(id, key, command string) *queue.Job {
-		j, err := queue.NewJob{ID: id, Command: command, UniqueKey: key}.Resolve(queue.DefaultSettings(), time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return j
-	}
-	if err := s.InsertJobs(tctx(t), []*queue.Job{mk("x", "", "echo stored")}); err != nil {
+	if err := s.InsertJobs(tctx(t), []*queue.Job{keyed(t, "x", "", "echo stored")}); err != nil {
 		t.Fatal(err)
 	}
-	imp, err := s.BeginImport(tctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer imp.Abort(tctx(t))
+	imp := beginImport(t, s)
 	postgres.AfterChunkRead(imp, func() {
-		if err := other.InsertJobs(tctx(t), []*queue.Job{mk("theirs", "k", "echo theirs")}); err != nil {
+		if err := other.InsertJobs(tctx(t), []*queue.Job{keyed(t, "theirs", "k", "echo theirs")}); err != nil {
 			t.Errorf("enqueue from another session: %v", err)
 		}
 	})
-	mine := mk("x", "k", "echo mine")
+	mine := keyed(t, "x", "k", "echo mine")
 	if err := imp.Stage(tctx(t), []*queue.Job{mine}); err != nil {
 		t.Fatalf("stage: %v", err)
 	}
@@ -117,32 +96,17 @@ func TestImportsDeadlockingOnKeysAreRetryable(t *testing.T) {
 	schema, u := newSchema(t)
 	t.Cleanup(func() { checkJobTotals(t, schema) })
 	s := open(t, u)
-	mk := func(id, key string) *queue.Job {
-		j, err := queue.NewJob{ID: id, Command: "true", UniqueKey: key}.Resolve(queue.DefaultSettings(), time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return j
-	}
-	a, err := s.BeginImport(tctx(t))
-	if err != nil {
+	a := beginImport(t, s)
+	b := beginImport(t, s)
+	if err := a.Stage(tctx(t), []*queue.Job{keyed(t, "a1", "k1", "")}); err != nil {
 		t.Fatal(err)
 	}
-	defer a.Abort(tctx(t))
-	b, err := s.BeginImport(tctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Abort(tctx(t))
-	if err := a.Stage(tctx(t), []*queue.Job{mk("a1", "k1")}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Stage(tctx(t), []*queue.Job{mk("b2", "k2")}); err != nil {
+	if err := b.Stage(tctx(t), []*queue.Job{keyed(t, "b2", "k2", "")}); err != nil {
 		t.Fatal(err)
 	}
 	second := make(chan error, 1)
-	go func() { second <- a.Stage(tctx(t), []*queue.Job{mk("a2", "k2")}) }() // waits for b's k2
-	errB := b.Stage(tctx(t), []*queue.Job{mk("b1", "k1")})                   // waits for a's k1: a deadlock
+	go func() { second <- a.Stage(tctx(t), []*queue.Job{keyed(t, "a2", "k2", "")}) }() // waits for b's k2
+	errB := b.Stage(tctx(t), []*queue.Job{keyed(t, "b1", "k1", "")})                   // waits for a's k1: a deadlock
 	if errB == nil {
 		errB = b.Commit(tctx(t))
 	} else {
@@ -158,4 +122,30 @@ func TestImportsDeadlockingOnKeysAreRetryable(t *testing.T) {
 	if err := errors.Join(errA, errB); !errors.Is(err, queue.ErrUnavailable) {
 		t.Fatalf("the rolled back import's error is not ErrUnavailable: %v", err)
 	}
+}
+
+// keyed is a job with unique key key ("": none) and the given command
+// ("": true), run after the jobs after names.
+func keyed(t *testing.T, id, key, command string, after ...string) *queue.Job {
+	t.Helper()
+	if command == "" {
+		command = "true"
+	}
+	j, err := queue.NewJob{ID: id, Command: command, UniqueKey: key, After: after}.Resolve(queue.DefaultSettings(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// beginImport begins an import on s, aborted at the test's end unless it
+// ended.
+func beginImport(t *testing.T, s *postgres.Store) queue.Import {
+	t.Helper()
+	imp, err := s.BeginImport(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { imp.Abort(context.Background()) })
+	return imp
 }

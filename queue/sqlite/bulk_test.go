@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -179,36 +180,46 @@ func TestCommittedImportIsFinished(t *testing.T) {
 	}
 }
 
+// storeBeside opens a store on a migrated database that raw also reaches,
+// as a long-running process holds it while others write.
+func storeBeside(t *testing.T) (path string, raw *sql.DB, s *sqlite.Store) {
+	t.Helper()
+	path, raw = migratedRaw(t)
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return path, raw, s
+}
+
+// deadImport records through raw an import whose process died, committed
+// or not, with the staged jobs ids.
+func deadImport(t *testing.T, raw *sql.DB, id string, committed bool, ids ...string) {
+	t.Helper()
+	if _, err := raw.Exec(`INSERT INTO imports (id, committed) VALUES (?, ?)`, id, committed); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMicro()
+	for _, jid := range ids {
+		_, err := raw.Exec(`INSERT INTO jobs (id, queue, command, state, max_retries, backoff_base, max_backoff_us,
+			run_at, created_at, updated_at, import_id) VALUES (?, 'default', 'true', 'staged', 3, 2, 3600000000, ?, ?, ?, ?)`,
+			jid, now, now, now, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // A process that keeps the database open (a worker, a service) finishes,
 // as it tidies, the imports whose process died after it opened it: a
 // committed one is published, an uncommitted one dropped. Before, their
 // jobs stayed hidden, and their ids and keys taken, until another process
 // opened the database.
 func TestTidyFinishesImportsOfDeadProcesses(t *testing.T) {
-	path, raw := migratedRaw(t)
-	s, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	now := time.Now().UnixMicro()
-	for _, imp := range []struct {
-		id        string
-		committed bool
-		jobs      int
-	}{{"done", true, 5}, {"gone", false, 3}} {
-		if _, err := raw.Exec(`INSERT INTO imports (id, committed) VALUES (?, ?)`, imp.id, imp.committed); err != nil {
-			t.Fatal(err)
-		}
-		for i := range imp.jobs {
-			_, err := raw.Exec(`INSERT INTO jobs (id, queue, command, state, max_retries, backoff_base, max_backoff_us,
-				run_at, created_at, updated_at, import_id) VALUES (?, 'default', 'true', 'staged', 3, 2, 3600000000, ?, ?, ?, ?)`,
-				fmt.Sprintf("%s-%d", imp.id, i), now, now, now, imp.id)
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	path, raw, s := storeBeside(t)
+	deadImport(t, raw, "done", true, "done-0", "done-1", "done-2", "done-3", "done-4")
+	deadImport(t, raw, "gone", false, "gone-0", "gone-1", "gone-2")
 	done, err := s.Tidy(context.Background())
 	if err != nil || len(done) != 1 || done[0] != "finished 2 import(s) whose process died" {
 		t.Fatalf("tidy: %q, %v", done, err)
@@ -230,12 +241,7 @@ func TestTidyFinishesImportsOfDeadProcesses(t *testing.T) {
 // leaves a change undone (busy): importing it again would add its jobs
 // twice. Tidying then publishes them.
 func TestPublishFailureAfterCommitSaysStored(t *testing.T) {
-	path, raw := migratedRaw(t)
-	s, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, raw, s := storeBeside(t)
 	ctx := context.Background()
 	imp, err := s.BeginImport(ctx)
 	if err != nil {
@@ -266,24 +272,9 @@ func TestPublishFailureAfterCommitSaysStored(t *testing.T) {
 // An import that cannot be finished now (its lock file cannot be opened)
 // leaves the other dead imports to be finished, and is reported.
 func TestTidyFinishesOtherImportsPastOneThatFails(t *testing.T) {
-	path, raw := migratedRaw(t)
-	s, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	now := time.Now().UnixMicro()
-	for _, id := range []string{"a-stuck", "b-done"} {
-		if _, err := raw.Exec(`INSERT INTO imports (id, committed) VALUES (?, 1)`, id); err != nil {
-			t.Fatal(err)
-		}
-		_, err := raw.Exec(`INSERT INTO jobs (id, queue, command, state, max_retries, backoff_base, max_backoff_us,
-			run_at, created_at, updated_at, import_id) VALUES (?, 'default', 'true', 'staged', 3, 2, 3600000000, ?, ?, ?, ?)`,
-			id+"-job", now, now, now, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	path, raw, s := storeBeside(t)
+	deadImport(t, raw, "a-stuck", true, "a-stuck-job")
+	deadImport(t, raw, "b-done", true, "b-done-job")
 	if err := os.Mkdir(path+"-import-a-stuck", 0o700); err != nil { // no lock file can be opened there
 		t.Fatal(err)
 	}
