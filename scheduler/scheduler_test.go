@@ -58,6 +58,16 @@ func (f *fixture) tick(s *scheduler.Scheduler, at time.Time) {
 }
 
 // slots returns the scheduled_at of every job of the template, in order.
+// cursor is the cursor of the fixture's one template.
+func (f *fixture) cursor() time.Time {
+	f.t.Helper()
+	ts, err := f.store.Templates(context.Background())
+	if err != nil || len(ts) != 1 {
+		f.t.Fatalf("templates: %v, %v; want one", ts, err)
+	}
+	return ts[0].Cursor
+}
+
 func (f *fixture) slots(name string) []time.Time {
 	f.t.Helper()
 	jobs, err := f.store.ListJobs(context.Background(), queue.ListParams{})
@@ -151,9 +161,8 @@ func TestCatchUpAfterThreeDayOutage(t *testing.T) {
 			if got := f.slots("daily"); !sameTimes(got, tc.want) {
 				t.Fatalf("fired %v, want %v", got, tc.want)
 			}
-			ts, _ := f.store.Templates(context.Background())
-			if !ts[0].Cursor.Equal(utc("2026-05-04T02:00:00Z")) {
-				t.Fatalf("cursor %v, want the last slot handled", ts[0].Cursor)
+			if got := f.cursor(); !got.Equal(utc("2026-05-04T02:00:00Z")) {
+				t.Fatalf("cursor %v, want the last slot handled", got)
 			}
 		})
 	}
@@ -378,9 +387,8 @@ func TestEveryCatchUpKeepsItsGrid(t *testing.T) {
 			if got := f.slots("e"); !sameTimes(got, tc.want) {
 				t.Fatalf("fired %v, want %v", got, tc.want)
 			}
-			ts, _ := f.store.Templates(context.Background())
-			if want := start.Add(180 * time.Second); !ts[0].Cursor.Equal(want) {
-				t.Fatalf("cursor %v, want %v (on the grid)", ts[0].Cursor, want)
+			if got, want := f.cursor(), start.Add(180*time.Second); !got.Equal(want) {
+				t.Fatalf("cursor %v, want %v (on the grid)", got, want)
 			}
 		})
 	}
@@ -567,9 +575,8 @@ func TestCatchUpLatestAfterYearsLongOutage(t *testing.T) {
 			if got := f.slots("tick"); !sameTimes(got, want) {
 				t.Fatalf("fired %v, want %v", got, want)
 			}
-			ts, _ := f.store.Templates(context.Background())
-			if !ts[0].Cursor.Equal(back) {
-				t.Fatalf("cursor %v, want %v", ts[0].Cursor, back)
+			if got := f.cursor(); !got.Equal(back) {
+				t.Fatalf("cursor %v, want %v", got, back)
 			}
 		})
 	}
@@ -617,9 +624,8 @@ func TestCatchUpAllAfterMoreSlotsThanOneWalk(t *testing.T) {
 			if got := f.slots("tick"); !sameTimes(got, want) {
 				t.Fatalf("fired %v, want %v", got, want)
 			}
-			ts, _ := f.store.Templates(context.Background())
-			if !ts[0].Cursor.Equal(back) {
-				t.Fatalf("cursor %v, want %v", ts[0].Cursor, back)
+			if got := f.cursor(); !got.Equal(back) {
+				t.Fatalf("cursor %v, want %v", got, back)
 			}
 		})
 	}
