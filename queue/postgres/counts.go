@@ -31,12 +31,13 @@ func countedUpdate(update string) string {
 // by queue and state into job_totals, in the same statement (migration 20);
 // the statement returns how many jobs it inserted (none when ON CONFLICT
 // skipped the row).
-func countedInsert(insert string) string { return countedInsertSelecting(insert, "count(*)") }
+func countedInsert(insert string) string { return countedInsertSelecting(insert, "", "count(*)") }
 
 // countedInsertSelecting is countedInsert returning sel, an expression over
-// the rows inserted (columns id, queue and state).
-func countedInsertSelecting(insert, sel string) string {
-	return `WITH inserted AS (` + insert + ` RETURNING id, queue, state),
+// the rows inserted: their queue and state, and the columns extra lists
+// (each followed by a comma; none on an enqueue's path).
+func countedInsertSelecting(insert, extra, sel string) string {
+	return `WITH inserted AS (` + insert + ` RETURNING ` + extra + `queue, state),
 	inserts_counted AS (
 		INSERT INTO job_totals AS t (queue, state, shard, n)
 		SELECT queue, state, pg_backend_pid(), count(*) FROM inserted GROUP BY 1, 2 ORDER BY 1, 2

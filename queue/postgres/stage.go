@@ -206,7 +206,7 @@ func (c *chunkTx) InsertDeps(ctx context.Context, j *queue.Job, after []string) 
 var insertChunkJobs = countedInsertSelecting(`INSERT INTO jobs (`+chunkColumns+`) SELECT `+chunkColumns+`
 	FROM import_chunk ON CONFLICT (unique_key)
 	WHERE unique_key IS NOT NULL AND state NOT IN ('completed', 'dead', 'cancelled') DO NOTHING`,
-	`count(*), CASE WHEN count(*) < $1 THEN array_agg(id) END`)
+	"id, ", `count(*), CASE WHEN count(*) < $1 THEN array_agg(id) END`)
 
 // chunkColumns are copyColumns, for a statement.
 var chunkColumns = strings.Join(copyColumns, ", ")
