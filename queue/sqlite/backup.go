@@ -63,6 +63,11 @@ func (s *Store) Backup(ctx context.Context, path string) error {
 	if err := syncFile(tmpPath); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
+	// Stopped while the copy was synced (a large file takes a while):
+	// nothing is written, as when stopped during the copy.
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
 	if err := os.Link(tmpPath, abs); err != nil { // fails if path appeared meanwhile
 		return fmt.Errorf("backup: %w", err)
 	}
