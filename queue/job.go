@@ -85,6 +85,12 @@ var (
 	// stayed locked by another process, its disk is full); nothing was
 	// changed, and the same request may succeed later.
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrRolledBack: the database rolled the call's transaction back
+	// because it conflicted with another (a deadlock, a serialization
+	// failure on PostgreSQL). Such an error is also ErrUnavailable:
+	// nothing was changed, and the same call made again is expected to
+	// succeed once the other transaction has ended.
+	ErrRolledBack = errors.New("rolled back after a conflict with another transaction")
 	// ErrPublishing: an import committed (its jobs are stored) but making
 	// them visible stopped part-way; the store finishes it later (the next
 	// process to open the database, a running worker). Not to be imported

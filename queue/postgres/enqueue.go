@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,33 +59,65 @@ var insertCountedJob = countedInsert(insertJob)
 var insertShapedJob = countedInsert(insertJob + ` ON CONFLICT (unique_key)
 	WHERE unique_key IS NOT NULL AND state NOT IN ('completed', 'dead', 'cancelled') DO NOTHING`)
 
+// insertAttempts is how many times InsertJobs makes a transaction that the
+// server rolls back for a deadlock or a serialization failure before it
+// returns queue.ErrRolledBack.
+const insertAttempts = 4
+
 // InsertJobs implements queue.Store. Plain jobs go in one pipelined batch,
 // one transaction; a taken id rolls back the whole batch. A batch
 // with a job that has a unique key or dependencies goes one statement at a
 // time, so that each job sees the ones before it.
+//
+// Two batches that take the same unique keys (or ids) in opposite orders
+// deadlock, and the server rolls one back: nothing of it was kept, so it
+// is made again, from the start, once the other has gone ahead (up to
+// insertAttempts times). Callers never see a deadlock a retry resolves.
 func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 	if len(jobs) == 0 {
 		return nil
 	}
 	plain := true
 	for _, j := range jobs {
-		j.ExistingID = ""
 		plain = plain && storekit.Plain(j)
 	}
 	var err error
-	if plain {
-		// A pipelined batch is one implicit transaction (it ends at the
-		// batch's one Sync): all or nothing, without BEGIN and COMMIT
-		// round trips.
-		err = sendInserts(ctx, s.pool, jobs, s.channel)
-	} else {
-		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.insertShaped(ctx, tx, jobs) })
+	for attempt := 1; ; attempt++ {
+		for _, j := range jobs {
+			j.ExistingID = "" // a rolled-back attempt may have set it
+		}
+		if plain {
+			// A pipelined batch is one implicit transaction (it ends at
+			// the batch's one Sync): all or nothing, without BEGIN and
+			// COMMIT round trips.
+			err = sendInserts(ctx, s.pool, jobs, s.channel)
+		} else {
+			err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.insertShaped(ctx, tx, jobs) })
+		}
+		if err = transient(err); !errors.Is(err, queue.ErrRolledBack) || attempt == insertAttempts || !pauseBeforeRetry(ctx, attempt) {
+			break
+		}
 	}
 	if err != nil {
-		return fmt.Errorf("insert jobs: %w", transient(err))
+		return fmt.Errorf("insert jobs: %w", err)
 	}
 	s.wake.broadcast()
 	return nil
+}
+
+// pauseBeforeRetry waits a short, random while before the attempt after
+// attempt, so that two transactions rolled back together do not meet
+// again in step. It reports false when ctx ended first.
+func pauseBeforeRetry(ctx context.Context, attempt int) bool {
+	d := time.Duration(attempt) * (5*time.Millisecond + rand.N(20*time.Millisecond))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // sendInserts inserts pending jobs as one pipelined batch, counts them in

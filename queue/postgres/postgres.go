@@ -86,9 +86,10 @@ const notifySQL = `SELECT pg_notify($1, '')`
 func isUnique(err error) bool { return pgCode(err) == "23505" }
 
 // transient marks a deadlock or a serialization failure as
-// queue.ErrUnavailable: the server rolled the transaction back, so nothing
-// of it was kept, and the same call may succeed if made again (an import
-// that took unique keys in another order than a concurrent one, say).
+// queue.ErrRolledBack (and so queue.ErrUnavailable): the server rolled the
+// transaction back, so nothing of it was kept, and the same call may
+// succeed if made again (an import that took unique keys in another order
+// than a concurrent one, say).
 func transient(err error) error {
 	switch pgCode(err) {
 	case "40P01", "40001":
@@ -99,8 +100,10 @@ func transient(err error) error {
 
 type rolledBack struct{ error }
 
-func (r rolledBack) Is(target error) bool { return target == queue.ErrUnavailable }
-func (r rolledBack) Unwrap() error        { return r.error }
+func (r rolledBack) Is(target error) bool {
+	return target == queue.ErrUnavailable || target == queue.ErrRolledBack
+}
+func (r rolledBack) Unwrap() error { return r.error }
 
 func pgCode(err error) string {
 	var pe *pgconn.PgError
