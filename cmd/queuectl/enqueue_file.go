@@ -2,13 +2,12 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -17,10 +16,6 @@ import (
 	"github.com/queuectl/queuectl/queue"
 	"github.com/spf13/cobra"
 )
-
-// maxJobLine bounds one line of a JSON Lines file, or one item of a JSON
-// array, so that memory stays bounded whatever the file.
-const maxJobLine = 16 << 20
 
 // enqueueFile enqueues the jobs of a JSON Lines file, or of one JSON array
 // (the output of list --json), all or nothing, in bounded memory:
@@ -88,7 +83,10 @@ func (a *app) enqueueFileIn(cmd *cobra.Command, path string, now time.Time, igno
 				_, err := seeker.Seek(0, io.SeekStart)
 				return seeker, err
 			}
-			return a.importJobs(ctx, st, src, rewind, path, resolve(ignored), 0, prog)
+			resolve := resolve(ignored)
+			return a.importAgainOnConflict(ctx, src, rewind, path, func(src io.Reader) error {
+				return a.importJobs(ctx, st, src, rewind, path, resolve, 0, prog)
+			})
 		}
 		check, total := resolve(ignored), 0
 		err = eachJob(src, path, func(where string, b []byte) error {
@@ -109,8 +107,43 @@ func (a *app) enqueueFileIn(cmd *cobra.Command, path string, now time.Time, igno
 		if err != nil {
 			return fmt.Errorf("enqueue: read %s again: %w", path, err)
 		}
-		return a.importJobs(ctx, st, second, again, path, resolve(map[string]bool{}), total, prog)
+		resolveAgain := resolve(map[string]bool{})
+		return a.importAgainOnConflict(ctx, second, again, path, func(src io.Reader) error {
+			return a.importJobs(ctx, st, src, again, path, resolveAgain, total, prog)
+		})
 	})
+}
+
+// importAttempts is how many times an import the database rolled back for
+// a conflict with another transaction is made before the command fails.
+const importAttempts = 3
+
+// importAgainOnConflict runs an import, and runs it again from the start
+// of the file when the database rolled it back for a conflict with another
+// transaction (queue.ErrRolledBack: two PostgreSQL imports that took the
+// same unique keys in opposite orders deadlocked). Nothing of a rolled-back
+// import was kept and nothing of it was printed, so the ids the command
+// prints are those of the import that committed.
+func (a *app) importAgainOnConflict(ctx context.Context, src io.Reader, rewind func() (io.Reader, error), path string,
+	run func(io.Reader) error) error {
+	for attempt := 1; ; attempt++ {
+		err := run(src)
+		if !errors.Is(err, queue.ErrRolledBack) || attempt == importAttempts {
+			return err
+		}
+		fmt.Fprintf(a.stderr, "%v; nothing was stored, importing %s again (attempt %d of %d)\n",
+			err, path, attempt+1, importAttempts)
+		pause := time.NewTimer(time.Duration(attempt) * (50*time.Millisecond + rand.N(100*time.Millisecond)))
+		select {
+		case <-pause.C:
+		case <-ctx.Done():
+			pause.Stop()
+			return err
+		}
+		if src, err = rewind(); err != nil {
+			return fmt.Errorf("enqueue: read %s again: %w", path, err)
+		}
+	}
 }
 
 // importJobs is the second pass (or the only one): stage, commit, print
@@ -403,96 +436,4 @@ func (a *app) progress() func(verb string, n, total int) {
 			fmt.Fprintf(a.stderr, "\r\033[Kenqueue: %s %d jobs", verb, n)
 		}
 	}
-}
-
-// eachJob calls fn with every job object of r: the lines of a JSON Lines
-// file (blank lines skipped), or the items of one JSON array. where says
-// which ("line 12", "item 3"). b is valid only during the call. A UTF-8
-// byte order mark at the start, which some editors write, is skipped.
-func eachJob(r io.Reader, path string, fn func(where string, b []byte) error) error {
-	br := bufio.NewReaderSize(r, 64*1024)
-	if b, err := br.Peek(3); err == nil && string(b) == "\ufeff" {
-		br.Discard(3)
-	}
-	if first, err := firstByte(br); err == nil && first == '[' {
-		return eachArrayItem(br, path, fn)
-	}
-	var scratch []byte
-	for line := 1; ; line++ {
-		b, err := readLine(br, &scratch)
-		if errors.Is(err, errLineTooLong) {
-			return usagef("enqueue: %s line %d is longer than the limit of %d MiB", path, line, maxJobLine>>20)
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("enqueue: read %s: %w", path, err)
-		}
-		if b = bytes.TrimSpace(b); len(b) == 0 {
-			continue
-		}
-		if err := fn("line "+strconv.Itoa(line), b); err != nil {
-			return err
-		}
-	}
-}
-
-var errLineTooLong = errors.New("line too long")
-
-// readLine returns the next line with its line end, io.EOF when there is
-// none, or errLineTooLong when it holds more than maxJobLine bytes. A line
-// that fits the reader's buffer is returned without a copy; a longer one
-// is assembled in *scratch, which is kept for reuse (at most maxJobLine).
-func readLine(br *bufio.Reader, scratch *[]byte) ([]byte, error) {
-	buf := (*scratch)[:0]
-	for {
-		frag, err := br.ReadSlice('\n')
-		if len(buf)+len(bytes.TrimRight(frag, "\r\n")) > maxJobLine {
-			return nil, errLineTooLong
-		}
-		if err == bufio.ErrBufferFull {
-			buf = append(buf, frag...)
-			continue
-		}
-		if err != nil && err != io.EOF {
-			return nil, err
-		}
-		if len(buf) == 0 {
-			if len(frag) == 0 {
-				return nil, io.EOF
-			}
-			return frag, nil
-		}
-		buf = append(buf, frag...)
-		*scratch = buf
-		return buf, nil
-	}
-}
-
-// eachArrayItem reads one JSON array of job objects, an item at a time.
-func eachArrayItem(r io.Reader, path string, fn func(where string, b []byte) error) error {
-	dec := json.NewDecoder(r)
-	if _, err := dec.Token(); err != nil {
-		return usageError{fmt.Errorf("enqueue: %s: invalid JSON array: %w", path, err)}
-	}
-	for item := 1; dec.More(); item++ {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return usageError{fmt.Errorf("enqueue: %s item %d: invalid JSON: %w", path, item, err)}
-		}
-		if len(raw) > maxJobLine {
-			return usagef("enqueue: %s item %d is longer than the limit of %d MiB", path, item, maxJobLine>>20)
-		}
-		if err := fn("item "+strconv.Itoa(item), raw); err != nil {
-			return err
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return usageError{fmt.Errorf("enqueue: %s: invalid JSON array: %w", path, err)}
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return usagef("enqueue: %s: trailing data after the JSON array", path)
-	}
-	return nil
 }

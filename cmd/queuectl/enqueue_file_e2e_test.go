@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // writeJobs writes n jobs j0..j(n-1) as JSON Lines, with extra lines
@@ -274,5 +277,88 @@ func TestE2EEnqueueFileFromAPipeNamingAMissingJob(t *testing.T) {
 	}
 	if out := c.ok("list", "--json"); strings.TrimSpace(out) != "[]" {
 		t.Fatalf("a refused import stored jobs: %s", out)
+	}
+}
+
+// Two PostgreSQL transactions that take the same unique keys in opposite
+// orders deadlock, and the server rolls one back. When that one is an
+// import, enqueue --file makes it again from the start of the file, read
+// from a file or from standard input, and succeeds: its jobs come after
+// the other transaction's, which holds their keys, and a note says it was
+// made again.
+func TestE2EEnqueueFileMadeAgainAfterADeadlock(t *testing.T) {
+	c := newCLI(t)
+	schema, db := newPGSchema(t)
+	c.db = db
+	for _, from := range []string{"file", "stdin"} {
+		t.Run(from, func(t *testing.T) {
+			h1, h2, k1, k2 := from+"-h1", from+"-h2", from+"-k1", from+"-k2"
+			c.ok("enqueue", "--id", h1, "--command", "true")
+			c.ok("enqueue", "--id", h2, "--command", "true")
+			ctx := context.Background()
+			conn, err := pgx.Connect(ctx, pgBaseURL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			other, err := conn.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Rollback(ctx)
+			// The other transaction looks for a deadlock long after the
+			// import does: the import is the one rolled back.
+			if _, err := other.Exec(ctx, `SET LOCAL deadlock_timeout = '60s'`); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := other.Exec(ctx, `UPDATE `+schema+`.jobs SET unique_key = $1 WHERE id = $2`, k2, h2); err != nil {
+				t.Fatal(err)
+			}
+			jobs := fmt.Sprintf(`{"id":"%s-m1","command":"true","unique_key":"%s"}`+"\n"+
+				`{"id":"%s-m2","command":"true","unique_key":"%s"}`+"\n", from, k1, from, k2)
+			cmd := c.cmd("enqueue", "--file", "-")
+			if from == "file" {
+				path := filepath.Join(t.TempDir(), "jobs.jsonl")
+				writeFile(t, path, jobs)
+				cmd = c.cmd("enqueue", "--file", path)
+			} else {
+				cmd.Stdin = strings.NewReader(jobs)
+			}
+			var out, errb strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			watch, err := pgx.Connect(ctx, pgBaseURL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer watch.Close(ctx)
+			waitFor(t, "the import to wait for "+k2, 30*time.Second, func() bool {
+				var n int
+				err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+					WHERE application_name = $1 AND wait_event_type = 'Lock'`, schema).Scan(&n)
+				return err == nil && n > 0
+			})
+			// k1, which the import holds: a deadlock.
+			if _, err := other.Exec(ctx, `UPDATE `+schema+`.jobs SET unique_key = $1 WHERE id = $2`, k1, h1); err != nil {
+				t.Fatalf("the other transaction: %v", err)
+			}
+			if err := other.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("enqueue --file: %v: %s", err, errb.String())
+			}
+			if got := strings.Fields(out.String()); len(got) != 2 || got[0] != h1 || got[1] != h2 {
+				t.Fatalf("printed %q; want the holders %s and %s", got, h1, h2)
+			}
+			if !strings.Contains(errb.String(), "deadlock detected") || !strings.Contains(errb.String(), "again (attempt 2 of 3)") {
+				t.Fatalf("stderr %q; want a note that the import was made again after a deadlock", errb.String())
+			}
+			if _, _, code := c.run("show", from+"-m1"); code == 0 {
+				t.Fatalf("%s-m1 was stored; its key is held", from)
+			}
+		})
 	}
 }

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// The two formats of a file of jobs (enqueue --file): JSON Lines, or one
+// JSON array (the output of list --json), read a job at a time.
+
+// maxJobLine bounds one line of a JSON Lines file, or one item of a JSON
+// array, so that memory stays bounded whatever the file.
+const maxJobLine = 16 << 20
+
+// eachJob calls fn with every job object of r: the lines of a JSON Lines
+// file (blank lines skipped), or the items of one JSON array. where says
+// which ("line 12", "item 3"). b is valid only during the call. A UTF-8
+// byte order mark at the start, which some editors write, is skipped.
+func eachJob(r io.Reader, path string, fn func(where string, b []byte) error) error {
+	br := bufio.NewReaderSize(r, 64*1024)
+	if b, err := br.Peek(3); err == nil && string(b) == "\ufeff" {
+		br.Discard(3)
+	}
+	if first, err := firstByte(br); err == nil && first == '[' {
+		return eachArrayItem(br, path, fn)
+	}
+	var scratch []byte
+	for line := 1; ; line++ {
+		b, err := readLine(br, &scratch)
+		if errors.Is(err, errLineTooLong) {
+			return usagef("enqueue: %s line %d is longer than the limit of %d MiB", path, line, maxJobLine>>20)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("enqueue: read %s: %w", path, err)
+		}
+		if b = bytes.TrimSpace(b); len(b) == 0 {
+			continue
+		}
+		if err := fn("line "+strconv.Itoa(line), b); err != nil {
+			return err
+		}
+	}
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine returns the next line with its line end, io.EOF when there is
+// none, or errLineTooLong when it holds more than maxJobLine bytes. A line
+// that fits the reader's buffer is returned without a copy; a longer one
+// is assembled in *scratch, which is kept for reuse (at most maxJobLine).
+func readLine(br *bufio.Reader, scratch *[]byte) ([]byte, error) {
+	buf := (*scratch)[:0]
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(buf)+len(bytes.TrimRight(frag, "\r\n")) > maxJobLine {
+			return nil, errLineTooLong
+		}
+		if err == bufio.ErrBufferFull {
+			buf = append(buf, frag...)
+			continue
+		}
+		if err != nil && err != io.EOF {
+			return nil, err
+		}
+		if len(buf) == 0 {
+			if len(frag) == 0 {
+				return nil, io.EOF
+			}
+			return frag, nil
+		}
+		buf = append(buf, frag...)
+		*scratch = buf
+		return buf, nil
+	}
+}
+
+// eachArrayItem reads one JSON array of job objects, an item at a time.
+func eachArrayItem(r io.Reader, path string, fn func(where string, b []byte) error) error {
+	dec := json.NewDecoder(r)
+	if _, err := dec.Token(); err != nil {
+		return usageError{fmt.Errorf("enqueue: %s: invalid JSON array: %w", path, err)}
+	}
+	for item := 1; dec.More(); item++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return usageError{fmt.Errorf("enqueue: %s item %d: invalid JSON: %w", path, item, err)}
+		}
+		if len(raw) > maxJobLine {
+			return usagef("enqueue: %s item %d is longer than the limit of %d MiB", path, item, maxJobLine>>20)
+		}
+		if err := fn("item "+strconv.Itoa(item), raw); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return usageError{fmt.Errorf("enqueue: %s: invalid JSON array: %w", path, err)}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return usagef("enqueue: %s: trailing data after the JSON array", path)
+	}
+	return nil
+}
