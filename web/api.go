@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -291,17 +290,6 @@ func (s *Server) enqueue(r *http.Request, body []byte) ([]*queue.Job, error) {
 	return added, nil
 }
 
-// jobFields are the JSON names of the fields a job to enqueue has.
-var jobFields = func() map[string]bool {
-	m := map[string]bool{}
-	t := reflect.TypeFor[view.JobSpec]()
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		m[name] = true
-	}
-	return m
-}()
-
 // fieldOf names the job field a validation error of the queue package is
 // about, so the API's 400 says which field is wrong: those messages start
 // with the field's JSON name ("invalid: queue \"a b\" contains white space"),
@@ -321,7 +309,7 @@ func fieldOf(err error) error {
 	if field == "label" {
 		field = "labels"
 	}
-	if jobFields[field] {
+	if view.JobFields[field] {
 		return &view.SpecError{Field: field, Msg: err.Error()}
 	}
 	return err

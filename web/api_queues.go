@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +57,9 @@ type limitsRequest struct {
 	RateLimit  json.RawMessage `json:"rate_limit"`  // "COUNT/PERIOD", or 0
 }
 
+// limitsFields are the members a limits request may have.
+var limitsFields = view.FieldNames(reflect.TypeFor[limitsRequest]())
+
 func (s *Server) apiQueueLimits(_ http.ResponseWriter, r *http.Request) (any, error) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -64,17 +68,12 @@ func (s *Server) apiQueueLimits(_ http.ResponseWriter, r *http.Request) (any, er
 	const give = "give max_running or rate_limit"
 	var req limitsRequest
 	if len(bytes.TrimSpace(body)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			field, msg := view.JSONError(err)
-			if field != "" { // an unknown field
+		if e := view.DecodeObject(body, &req, limitsFields); e != nil {
+			msg := e.Msg
+			if e.Field != "" { // an unknown field, or one of the wrong type
 				msg += ": " + give
 			}
-			return nil, invalidField(field, "invalid limits JSON: %s", msg)
-		}
-		if dec.More() {
-			return nil, invalidField("", "invalid limits JSON: trailing data after the object")
+			return nil, invalidField(e.Field, "invalid limits JSON: %s", msg)
 		}
 	}
 	var u queue.ControlUpdate

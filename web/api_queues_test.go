@@ -168,6 +168,9 @@ func TestQueueLimitsBody(t *testing.T) {
 		{"not an object", "", `[1]`, "", "must be an object"},
 		{"cut short", "", `{"max_running":`, "", "invalid limits JSON"},
 		{"two objects", "", `{"max_running":1} {}`, "", "trailing data"},
+		{"a closing bracket after the object", "", `{"max_running":1}]`, "", "trailing data"},
+		{"a field's name in capitals", "", `{"MAX_RUNNING":1}`, "MAX_RUNNING", `unknown field "MAX_RUNNING" (field names are lower case: "max_running")`},
+		{"a field given twice", "", `{"max_running":1,"max_running":100}`, "max_running", `field "max_running" is given twice`},
 		{"bad queue name", "/api/v1/queues/a%20b/limits", `{"max_running":1}`, "name", "white space"},
 	} {
 		path := tt.path

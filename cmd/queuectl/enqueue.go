@@ -294,11 +294,16 @@ func inCurrentDir(jobs []queue.NewJob, wd func() (string, error)) error {
 func parseJobJSON(b []byte, now time.Time, ignored map[string]bool) (queue.NewJob, error) {
 	n, err := view.ParseJobJSON(b, now)
 	var spec *view.SpecError
-	if errors.As(err, &spec) && readOnlyField(spec.Field) {
+	if errors.As(err, &spec) && readOnlyFields[spec.Field] {
+		// As strict as ParseJobJSON about the names, the read-only
+		// ones included: the map below would keep the last of two.
+		if e := view.CheckMembers(b, listedFields); e != nil {
+			return n, &view.SpecError{Field: e.Field, Msg: "invalid job JSON: " + e.Msg}
+		}
 		var m map[string]json.RawMessage
 		if json.Unmarshal(b, &m) == nil {
 			for k := range m {
-				if readOnlyField(k) {
+				if readOnlyFields[k] {
 					delete(m, k)
 					ignored[k] = true
 				}
@@ -310,15 +315,18 @@ func parseJobJSON(b []byte, now time.Time, ignored map[string]bool) (queue.NewJo
 	return n, err
 }
 
-// readOnlyField reports whether a job JSON field is output only.
-func readOnlyField(name string) bool {
-	switch name {
-	case "state", "attempts", "created_at", "updated_at", "started_at", "finished_at", "exit_code",
-		"error", "worker", "template", "scheduled_at", "history":
-		return true
-	}
-	return false
-}
+// readOnlyFields are the output-only fields of a job's JSON.
+var readOnlyFields = map[string]bool{"state": true, "attempts": true, "created_at": true, "updated_at": true,
+	"started_at": true, "finished_at": true, "exit_code": true, "error": true, "worker": true, "template": true,
+	"scheduled_at": true, "history": true}
+
+// listedFields are the fields of a job as list and show --json print it:
+// those a job is enqueued with, and the read-only ones.
+var listedFields = func() map[string]bool {
+	m := maps.Clone(view.JobFields)
+	maps.Copy(m, readOnlyFields)
+	return m
+}()
 
 // noteIgnored tells which read-only fields were left out.
 func (a *app) noteIgnored(ignored map[string]bool) {

@@ -1,7 +1,6 @@
 package view
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,14 +51,8 @@ func ParseJobJSON(b []byte, now time.Time) (queue.NewJob, error) {
 		return queue.NewJob{}, specErrorf("", "invalid job JSON: not valid UTF-8")
 	}
 	var s JobSpec
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		field, msg := JSONError(err)
-		return queue.NewJob{}, specErrorf(field, "invalid job JSON: %s", msg)
-	}
-	if dec.More() {
-		return queue.NewJob{}, specErrorf("", "invalid job JSON: trailing data after the object")
+	if e := DecodeObject(b, &s, JobFields); e != nil {
+		return queue.NewJob{}, specErrorf(e.Field, "invalid job JSON: %s", e.Msg)
 	}
 	if s.Command == nil || strings.TrimSpace(*s.Command) == "" {
 		return queue.NewJob{}, specErrorf("command", `missing "command"`)

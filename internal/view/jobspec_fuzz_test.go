@@ -1,6 +1,7 @@
 package view
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -49,6 +50,11 @@ func FuzzJobJSON(f *testing.F) {
 		`{"command":"x\u0000"}`,
 		`{"command":"  "}`,
 		`{"command":"x","state":"completed"}`,
+		`{"Command":"x"}`,
+		`{"command":"x","command":"y"}`,
+		`{"command":"x","comm\u0061nd":"y"}`,
+		`{"command":"x\\\"}","env":{"command":"a","Command":"b"}}`,
+		`{"command":"x"}]`,
 		`{"command":"x","env":{"A":1}}`,
 		`{"command":"x"} {"command":"y"}`,
 		`[{"command":"x"}]`,
@@ -62,6 +68,9 @@ func FuzzJobJSON(f *testing.F) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		n, err := ParseJobJSON(b, now)
+		if err == nil {
+			checkNames(t, b)
+		}
 		var j *queue.Job
 		if err == nil {
 			j, err = n.Resolve(queue.DefaultSettings(), now)
@@ -106,6 +115,32 @@ func checkRejection(t *testing.T, b []byte, err error) {
 		}
 	}
 	t.Fatalf("input %q: error %q names no field", b, msg)
+}
+
+// checkNames asserts that the member names of an accepted job object, read
+// by the decoder's tokens, are field names exactly, each given once.
+func checkNames(t *testing.T, b []byte) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return // null: no members
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("input %q accepted, but its tokens: %v", b, err)
+		}
+		name := tok.(string)
+		if !JobFields[name] || seen[name] {
+			t.Fatalf("input %q accepted with the member %q (known %v, seen before %v)", b, name, JobFields[name], seen[name])
+		}
+		seen[name] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatalf("input %q accepted, but its member %q: %v", b, name, err)
+		}
+	}
 }
 
 // roundTrip writes a resolved job as enqueue JSON, reads it and resolves

@@ -49,6 +49,10 @@ func TestParseJobJSONNamesTheField(t *testing.T) {
 	}{
 		{"missing command", `{"id":"a"}`, "command", ""},
 		{"unknown field", `{"command":"true","colour":1}`, "colour", ""},
+		{"name in another case", `{"Command":"true"}`, "Command", `unknown field "Command" (field names are lower case: "command")`},
+		{"name given twice", `{"command":"true","command":"rm -rf ~"}`, "command", `field "command" is given twice`},
+		{"name given twice, once escaped", `{"command":"true","comm\u0061nd":"rm -rf ~"}`, "command", `field "command" is given twice`},
+		{"a closing bracket after the object", `{"command":"true"}]`, "", "trailing data after the object"},
 		{"wrong type", `{"command":"true","priority":"high"}`, "priority", `field "priority" must be a whole number, not string`},
 		{"negative retries", `{"command":"true","max_retries":-1}`, "max_retries", ""},
 		{"bad timeout", `{"command":"true","timeout":"soon"}`, "timeout", ""},
@@ -79,6 +83,20 @@ func TestParseJobJSONNamesTheField(t *testing.T) {
 	}
 	if !n.RunAt.Equal(now.Add(time.Minute)) || *n.Timeout != 90*time.Second {
 		t.Errorf("got run_at %s timeout %s", n.RunAt, *n.Timeout)
+	}
+}
+
+// Only the job object's own member names are checked: names inside env,
+// labels and strings are data, whatever they look like.
+func TestParseJobJSONChecksOnlyTheJobsOwnNames(t *testing.T) {
+	in := `{ "command" : "echo \"}{,\"command\":\"" , "env":{"command":"a","Command":"b"},` +
+		`"labels":{"id":"x"}, "after":["command"], "id" :"j"}`
+	n, err := ParseJobJSON([]byte(in), time.Now())
+	if err != nil {
+		t.Fatalf("ParseJobJSON(%s): %v", in, err)
+	}
+	if n.ID != "j" || n.Command != `echo "}{,"command":"` || n.Env["Command"] != "b" || n.Labels["id"] != "x" {
+		t.Fatalf("ParseJobJSON(%s) = %+v", in, n)
 	}
 }
 
