@@ -60,7 +60,7 @@ func (s *Store) Backup(ctx context.Context, path string) error {
 	if err := os.Chmod(tmpPath, 0o600); err != nil { // jobs carry commands and environments
 		return fmt.Errorf("backup: %w", err)
 	}
-	if err := syncFile(tmpPath); err != nil {
+	if err := s.syncPath(tmpPath); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
 	// Stopped while the copy was synced (a large file takes a while):
@@ -72,6 +72,17 @@ func (s *Store) Backup(ctx context.Context, path string) error {
 		return fmt.Errorf("backup: %w", err)
 	}
 	return syncFile(filepath.Dir(abs))
+}
+
+// syncPath flushes the file at path to the device as the store flushes
+// its log.
+func (s *Store) syncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = s.syncFile(f)
+	return errors.Join(err, f.Close())
 }
 
 func syncFile(path string) error {
