@@ -84,7 +84,7 @@ func (a *app) enqueueFileIn(cmd *cobra.Command, path string, now time.Time, igno
 				return seeker, err
 			}
 			resolve := resolve(ignored)
-			return a.importAgainOnConflict(ctx, src, rewind, path, func(src io.Reader) error {
+			return a.importAgainOnConflict(ctx, src, rewind, path, prog, func(src io.Reader) error {
 				return a.importJobs(ctx, st, src, rewind, path, resolve, 0, prog)
 			})
 		}
@@ -108,7 +108,7 @@ func (a *app) enqueueFileIn(cmd *cobra.Command, path string, now time.Time, igno
 			return fmt.Errorf("enqueue: read %s again: %w", path, err)
 		}
 		resolveAgain := resolve(map[string]bool{})
-		return a.importAgainOnConflict(ctx, second, again, path, func(src io.Reader) error {
+		return a.importAgainOnConflict(ctx, second, again, path, prog, func(src io.Reader) error {
 			return a.importJobs(ctx, st, src, again, path, resolveAgain, total, prog)
 		})
 	})
@@ -125,14 +125,19 @@ const importAttempts = 3
 // import was kept and nothing of it was printed, so the ids the command
 // prints are those of the import that committed.
 func (a *app) importAgainOnConflict(ctx context.Context, src io.Reader, rewind func() (io.Reader, error), path string,
-	run func(io.Reader) error) error {
+	prog func(string, int, int), run func(io.Reader) error) error {
 	for attempt := 1; ; attempt++ {
 		err := run(src)
 		if !errors.Is(err, queue.ErrRolledBack) || attempt == importAttempts {
 			return err
 		}
+		name := path
+		if name == "-" {
+			name = "standard input"
+		}
+		prog("", 0, 0) // the note goes on a line of its own
 		fmt.Fprintf(a.stderr, "%v; nothing was stored, importing %s again (attempt %d of %d)\n",
-			err, path, attempt+1, importAttempts)
+			err, name, attempt+1, importAttempts)
 		pause := time.NewTimer(time.Duration(attempt) * (50*time.Millisecond + rand.N(100*time.Millisecond)))
 		select {
 		case <-pause.C:

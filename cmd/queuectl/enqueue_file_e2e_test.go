@@ -340,7 +340,9 @@ func TestE2EEnqueueFileMadeAgainAfterADeadlock(t *testing.T) {
 					WHERE application_name = $1 AND wait_event_type = 'Lock'`, schema).Scan(&n)
 				return err == nil && n > 0
 			})
-			// k1, which the import holds: a deadlock.
+			// k1, which the import holds: a deadlock, which the import
+			// finds once it has waited for deadlock_timeout (1 s by
+			// default), well after this.
 			if _, err := other.Exec(ctx, `UPDATE `+schema+`.jobs SET unique_key = $1 WHERE id = $2`, k1, h1); err != nil {
 				t.Fatalf("the other transaction: %v", err)
 			}
@@ -353,7 +355,11 @@ func TestE2EEnqueueFileMadeAgainAfterADeadlock(t *testing.T) {
 			if got := strings.Fields(out.String()); len(got) != 2 || got[0] != h1 || got[1] != h2 {
 				t.Fatalf("printed %q; want the holders %s and %s", got, h1, h2)
 			}
-			if !strings.Contains(errb.String(), "deadlock detected") || !strings.Contains(errb.String(), "again (attempt 2 of 3)") {
+			name := "standard input"
+			if from == "file" {
+				name = "jobs.jsonl"
+			}
+			if !strings.Contains(errb.String(), "deadlock detected") || !strings.Contains(errb.String(), name+" again (attempt 2 of 3)") {
 				t.Fatalf("stderr %q; want a note that the import was made again after a deadlock", errb.String())
 			}
 			if _, _, code := c.run("show", from+"-m1"); code == 0 {

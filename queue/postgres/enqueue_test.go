@@ -44,7 +44,8 @@ func TestInsertJobsMadeAgainAfterADeadlock(t *testing.T) {
 			WHERE application_name = $1 AND wait_event_type = 'Lock'`, schema).Scan(&n)
 		return err == nil && n > 0
 	})
-	// k1, which the batch holds: a deadlock.
+	// k1, which the batch holds: a deadlock, which the batch finds once
+	// it has waited for deadlock_timeout (1 s by default), well after this.
 	if _, err := other.Exec(ctx, `UPDATE `+schema+`.jobs SET unique_key = 'k1' WHERE id = 'h1'`); err != nil {
 		t.Fatalf("the other transaction: %v", err)
 	}
