@@ -74,3 +74,6 @@ var NextRunSQL = nextRunSQL
 // of each chunk holding a job with a unique key or dependencies and that
 // chunk's decisions.
 func AfterChunkRead(imp queue.Import, f func()) { imp.(*bulkImport).chunkRead = f }
+
+// TCPUserTimeout reads a URL's tcp_user_timeout as Open does.
+var TCPUserTimeout = tcpUserTimeout

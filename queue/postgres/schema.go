@@ -83,6 +83,11 @@ func parseConfig(url string) (*pgxpool.Config, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 && !strings.Contains(url, "connect_timeout") && os.Getenv("PGCONNECT_TIMEOUT") == "" {
 		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
+	userTimeout, err := tcpUserTimeout(cfg.ConnConfig.RuntimeParams)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig.DialFunc = dialFunc(cfg.ConnConfig.ConnectTimeout, userTimeout)
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = defaultAppName
 	}
