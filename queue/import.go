@@ -54,6 +54,16 @@ type OneTransactionImports interface {
 	ImportIsOneTransaction() bool
 }
 
+// ImportsAlone is implemented by stores whose imports can deadlock with
+// each other (PostgreSQL: each is one transaction, taking unique keys in
+// its file's order). BeginImportAlone begins an import that starts once
+// every import in progress has ended and that no other import runs
+// beside: an import rolled back for a deadlock (ErrRolledBack) made again
+// that way cannot meet another import again.
+type ImportsAlone interface {
+	BeginImportAlone(ctx context.Context) (Import, error)
+}
+
 // Resolver resolves jobs as Enqueue does, against a store's defaults and
 // per-queue overrides read once.
 type Resolver struct {

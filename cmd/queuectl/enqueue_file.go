@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -84,8 +83,8 @@ func (a *app) enqueueFileIn(cmd *cobra.Command, path string, now time.Time, igno
 				return seeker, err
 			}
 			resolve := resolve(ignored)
-			return a.importAgainOnConflict(ctx, src, rewind, path, prog, func(src io.Reader) error {
-				return a.importJobs(ctx, st, src, rewind, path, resolve, 0, prog)
+			return a.importAgainOnConflict(st, src, rewind, path, prog, func(src io.Reader, begin beginImport) error {
+				return a.importJobs(ctx, begin, src, rewind, path, resolve, 0, prog)
 			})
 		}
 		check, total := resolve(ignored), 0
@@ -108,8 +107,8 @@ func (a *app) enqueueFileIn(cmd *cobra.Command, path string, now time.Time, igno
 			return fmt.Errorf("enqueue: read %s again: %w", path, err)
 		}
 		resolveAgain := resolve(map[string]bool{})
-		return a.importAgainOnConflict(ctx, second, again, path, prog, func(src io.Reader) error {
-			return a.importJobs(ctx, st, src, again, path, resolveAgain, total, prog)
+		return a.importAgainOnConflict(st, second, again, path, prog, func(src io.Reader, begin beginImport) error {
+			return a.importJobs(ctx, begin, src, again, path, resolveAgain, total, prog)
 		})
 	})
 }
@@ -118,33 +117,36 @@ func (a *app) enqueueFileIn(cmd *cobra.Command, path string, now time.Time, igno
 // a conflict with another transaction is made before the command fails.
 const importAttempts = 3
 
+// beginImport begins an import (a store's BeginImport).
+type beginImport func(context.Context) (queue.Import, error)
+
 // importAgainOnConflict runs an import, and runs it again from the start
 // of the file when the database rolled it back for a conflict with another
 // transaction (queue.ErrRolledBack: two PostgreSQL imports that took the
-// same unique keys in opposite orders deadlocked). Nothing of a rolled-back
-// import was kept and nothing of it was printed, so the ids the command
-// prints are those of the import that committed.
-func (a *app) importAgainOnConflict(ctx context.Context, src io.Reader, rewind func() (io.Reader, error), path string,
-	prog func(string, int, int), run func(io.Reader) error) error {
+// same unique keys in opposite orders deadlocked). Made again, it runs
+// alone (queue.ImportsAlone): once the imports in progress have ended, and
+// with none beside it, so it cannot meet one again; made again at once, it
+// met the same import, still in progress, at the same keys. Nothing of a
+// rolled-back import was kept and nothing of it was printed, so the ids
+// the command prints are those of the import that committed.
+func (a *app) importAgainOnConflict(st queue.Store, src io.Reader, rewind func() (io.Reader, error), path string,
+	prog func(string, int, int), run func(io.Reader, beginImport) error) error {
+	begin := st.BeginImport
 	for attempt := 1; ; attempt++ {
-		err := run(src)
+		err := run(src, begin)
 		if !errors.Is(err, queue.ErrRolledBack) || attempt == importAttempts {
 			return err
+		}
+		if alone, ok := st.(queue.ImportsAlone); ok {
+			begin = alone.BeginImportAlone
 		}
 		name := path
 		if name == "-" {
 			name = "standard input"
 		}
 		prog("", 0, 0) // the note goes on a line of its own
-		fmt.Fprintf(a.stderr, "%v; nothing was stored, importing %s again (attempt %d of %d)\n",
+		fmt.Fprintf(a.stderr, "%v; nothing was stored, importing %s again once other imports end (attempt %d of %d)\n",
 			err, name, attempt+1, importAttempts)
-		pause := time.NewTimer(time.Duration(attempt) * (50*time.Millisecond + rand.N(100*time.Millisecond)))
-		select {
-		case <-pause.C:
-		case <-ctx.Done():
-			pause.Stop()
-			return err
-		}
 		if src, err = rewind(); err != nil {
 			return fmt.Errorf("enqueue: read %s again: %w", path, err)
 		}
@@ -155,7 +157,7 @@ func (a *app) importAgainOnConflict(ctx context.Context, src io.Reader, rewind f
 // the ids. rewind reads the jobs again from the start (the file, or the
 // copy of standard input or a pipe), to name the line of a job the commit
 // refuses. total is the number of jobs, 0 when not counted yet.
-func (a *app) importJobs(ctx context.Context, st queue.Store, src io.Reader, rewind func() (io.Reader, error), path string,
+func (a *app) importJobs(ctx context.Context, begin beginImport, src io.Reader, rewind func() (io.Reader, error), path string,
 	resolve func([]byte) (*queue.Job, error), total int, prog func(string, int, int)) (err error) {
 	ids, err := os.CreateTemp("", "queuectl-ids-*")
 	if err != nil {
@@ -165,7 +167,7 @@ func (a *app) importJobs(ctx context.Context, st queue.Store, src io.Reader, rew
 	defer ids.Close()
 	idw := bufio.NewWriter(ids)
 
-	imp, err := st.BeginImport(ctx)
+	imp, err := begin(ctx)
 	if err != nil {
 		return fmt.Errorf("enqueue: %w", err)
 	}

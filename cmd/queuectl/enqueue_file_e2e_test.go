@@ -359,7 +359,7 @@ func TestE2EEnqueueFileMadeAgainAfterADeadlock(t *testing.T) {
 			if from == "file" {
 				name = "jobs.jsonl"
 			}
-			if !strings.Contains(errb.String(), "deadlock detected") || !strings.Contains(errb.String(), name+" again (attempt 2 of 3)") {
+			if !strings.Contains(errb.String(), "deadlock detected") || !strings.Contains(errb.String(), name+" again once other imports end (attempt 2 of 3)") {
 				t.Fatalf("stderr %q; want a note that the import was made again after a deadlock", errb.String())
 			}
 			if _, _, code := c.run("show", from+"-m1"); code == 0 {

@@ -62,13 +62,37 @@ type bulkImport struct {
 	chunkRead func()
 }
 
-var _ queue.Import = (*bulkImport)(nil)
+var (
+	_ queue.Import       = (*bulkImport)(nil)
+	_ queue.ImportsAlone = (*Store)(nil)
+)
 
-// BeginImport implements queue.Store.
+// BeginImport implements queue.Store. The import holds the schema's
+// import lock shared: imports run side by side, but not beside one begun
+// with BeginImportAlone.
 func (s *Store) BeginImport(ctx context.Context) (queue.Import, error) {
+	return s.beginImport(ctx, `SELECT pg_advisory_xact_lock_shared(`+importLock+`)`)
+}
+
+// BeginImportAlone implements queue.ImportsAlone: the import holds the
+// schema's import lock alone, so it waits for the imports in progress,
+// and imports begun after it wait for it (the server grants the lock in
+// the order it was asked for).
+func (s *Store) BeginImportAlone(ctx context.Context) (queue.Import, error) {
+	return s.beginImport(ctx, `SELECT pg_advisory_xact_lock(`+importLock+`)`)
+}
+
+// importLock is the key of the schema's import lock.
+const importLock = `hashtextextended('queuectl-import:' || current_schema(), 0)`
+
+func (s *Store) beginImport(ctx context.Context, lock string) (queue.Import, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin import: %w", err)
+	}
+	if _, err := tx.Exec(ctx, lock); err != nil {
+		tx.Rollback(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("begin import: lock: %w", err)
 	}
 	return &bulkImport{s: s, tx: tx}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,6 +122,86 @@ func TestImportsDeadlockingOnKeysAreRetryable(t *testing.T) {
 	}
 	if err := errors.Join(errA, errB); !errors.Is(err, queue.ErrUnavailable) {
 		t.Fatalf("the rolled back import's error is not ErrUnavailable: %v", err)
+	}
+}
+
+// An import begun alone (as one rolled back for a deadlock is made again)
+// starts once the import in progress has ended, and an import begun after
+// it waits for it in turn: it cannot meet another import at their keys.
+func TestImportAloneWaitsForTheOthers(t *testing.T) {
+	schema, u := newSchema(t)
+	t.Cleanup(func() { checkJobTotals(t, schema) })
+	s := open(t, u)
+	first := beginImport(t, s)
+	if err := first.Stage(tctx(t), []*queue.Job{keyed(t, "f", "k", "")}); err != nil {
+		t.Fatal(err)
+	}
+	type begun struct {
+		imp queue.Import
+		err error
+	}
+	// The imports begun below are aborted at the end, and one still
+	// waiting to begin gives up, whatever the test found.
+	var mu sync.Mutex
+	var opened []queue.Import
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, imp := range opened {
+			imp.Abort(context.Background())
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	begin := func(f func(context.Context) (queue.Import, error), to chan<- begun) {
+		imp, err := f(ctx)
+		if err == nil {
+			mu.Lock()
+			opened = append(opened, imp)
+			mu.Unlock()
+		}
+		to <- begun{imp, err}
+	}
+	alone, after := make(chan begun, 1), make(chan begun, 1)
+	go begin(s.BeginImportAlone, alone)
+	watch := adminConn(t)
+	waiting := func(n int) func() bool {
+		return func() bool {
+			var got int
+			err := watch.QueryRow(tctx(t), `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+				WHERE a.application_name = $1 AND l.locktype = 'advisory' AND NOT l.granted`, schema).Scan(&got)
+			return err == nil && got == n
+		}
+	}
+	waitFor(t, "the import alone to wait for the lock", 30*time.Second, waiting(1))
+	go begin(s.BeginImport, after)
+	waitFor(t, "the import after it to wait too", 30*time.Second, waiting(2))
+	select {
+	case b := <-alone:
+		t.Fatalf("the import alone began beside one in progress: %v", b.err)
+	default:
+	}
+	if err := first.Commit(tctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	b := <-alone
+	if b.err != nil {
+		t.Fatalf("begin alone: %v", b.err)
+	}
+	select {
+	case c := <-after:
+		t.Fatalf("an import began beside the one alone: %v", c.err)
+	default:
+	}
+	if err := b.imp.Stage(tctx(t), []*queue.Job{keyed(t, "a", "k", "")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.imp.Commit(tctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	c := <-after
+	if c.err != nil {
+		t.Fatalf("begin after: %v", c.err)
 	}
 }
 
