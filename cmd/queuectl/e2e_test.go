@@ -658,6 +658,7 @@ func TestE2EBadInput(t *testing.T) {
 		{"unknown field", []string{"enqueue", `{"command":"true","comand":"x"}`}, 2, "comand"},
 		{"field name not in lower case", []string{"enqueue", `{"Command":"true"}`}, 2, `unknown field "Command" (field names are lower case: "command")`},
 		{"field given twice", []string{"enqueue", `{"command":"true","command":"rm -rf ~"}`}, 2, `field "command" is given twice`},
+		{"trailing data after a read-only field", []string{"enqueue", `{"command":"true","state":"pending"}]`}, 2, "trailing data after the object"},
 		{"field given twice beside a read-only one", []string{"enqueue", `{"command":"true","state":"pending","command":"rm -rf ~"}`}, 2, `field "command" is given twice`},
 		{"duplicate id", []string{"enqueue", `{"id":"taken","command":"true"}`}, 2, "taken"},
 		{"negative retries", []string{"enqueue", `{"command":"true","max_retries":-1}`}, 2, "max_retries"},

@@ -295,22 +295,20 @@ func parseJobJSON(b []byte, now time.Time, ignored map[string]bool) (queue.NewJo
 	n, err := view.ParseJobJSON(b, now)
 	var spec *view.SpecError
 	if errors.As(err, &spec) && readOnlyFields[spec.Field] {
-		// As strict as ParseJobJSON about the names, the read-only
-		// ones included: the map below would keep the last of two.
-		if e := view.CheckMembers(b, listedFields); e != nil {
+		// As strict as ParseJobJSON, the read-only names included (the
+		// map would keep the last of two), and about what follows.
+		var m map[string]json.RawMessage
+		if e := view.DecodeObject(b, &m, listedFields); e != nil {
 			return n, &view.SpecError{Field: e.Field, Msg: "invalid job JSON: " + e.Msg}
 		}
-		var m map[string]json.RawMessage
-		if json.Unmarshal(b, &m) == nil {
-			for k := range m {
-				if readOnlyFields[k] {
-					delete(m, k)
-					ignored[k] = true
-				}
+		for k := range m {
+			if readOnlyFields[k] {
+				delete(m, k)
+				ignored[k] = true
 			}
-			stripped, _ := json.Marshal(m)
-			n, err = view.ParseJobJSON(stripped, now)
 		}
+		stripped, _ := json.Marshal(m)
+		n, err = view.ParseJobJSON(stripped, now)
 	}
 	return n, err
 }

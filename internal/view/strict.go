@@ -40,13 +40,13 @@ func DecodeObject(b []byte, v any, known map[string]bool) *SpecError {
 	if len(bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n")) > 0 {
 		return &SpecError{Msg: "trailing data after the object"}
 	}
-	return CheckMembers(b, known)
+	return checkMembers(b, known)
 }
 
-// CheckMembers checks the names of the members of the object at the start
+// checkMembers checks the names of the members of the object at the start
 // of b, valid JSON (as a decoder found it), at its top level only: each is
 // exactly one of known and given once. It returns nil, or the fault.
-func CheckMembers(b []byte, known map[string]bool) *SpecError {
+func checkMembers(b []byte, known map[string]bool) *SpecError {
 	var buf [16][]byte
 	seen := buf[:0]
 	depth, atName := 0, false
