@@ -90,11 +90,29 @@ func (s *Store) beginImport(ctx context.Context, lock string) (queue.Import, err
 	if err != nil {
 		return nil, fmt.Errorf("begin import: %w", err)
 	}
+	tx = importTx{tx, patient(tx.Conn().PgConn().Conn(), s.userTimeout)}
 	if _, err := tx.Exec(ctx, lock); err != nil {
 		tx.Rollback(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("begin import: lock: %w", err)
 	}
 	return &bulkImport{s: s, tx: tx}, nil
+}
+
+// importTx is an import's transaction, whose connection is without its TCP
+// user timeout (patient) until the transaction ends.
+type importTx struct {
+	pgx.Tx
+	restore func()
+}
+
+func (t importTx) Commit(ctx context.Context) error {
+	t.restore()
+	return t.Tx.Commit(ctx)
+}
+
+func (t importTx) Rollback(ctx context.Context) error {
+	t.restore()
+	return t.Tx.Rollback(ctx)
 }
 
 // ImportIsOneTransaction implements queue.OneTransactionImports.

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -29,9 +30,9 @@ func tcpUserTimeout(params map[string]string) (time.Duration, error) {
 		return defaultTCPUserTimeout, nil
 	}
 	delete(params, "tcp_user_timeout")
-	ms, err := strconv.Atoi(v)
+	ms, err := strconv.ParseInt(v, 10, 32) // the socket option is a C int
 	if err != nil || ms < 0 {
-		return 0, fmt.Errorf("tcp_user_timeout %q: want a whole number of milliseconds, 0 for the system's default", v)
+		return 0, fmt.Errorf("tcp_user_timeout %q: want a whole number of milliseconds up to %d, 0 for the system's default", v, math.MaxInt32)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
@@ -49,4 +50,25 @@ func dialFunc(connectTimeout, userTimeout time.Duration) pgconn.DialFunc {
 		}
 	}
 	return d.DialContext
+}
+
+// patient takes the TCP user timeout off c, an import's connection, and
+// returns what puts it back. Linux gives a connection up after the user
+// timeout also when the other side's receive window stays closed: when the
+// server stops reading an import's COPY while it waits for a lock (another
+// import's keys, a migration), a well server would be cut off after 30 s.
+// An import's connection therefore waits as long as TCP does.
+func patient(c net.Conn, userTimeout time.Duration) (restore func()) {
+	if tc, ok := c.(interface{ NetConn() net.Conn }); ok { // TLS
+		c = tc.NetConn()
+	}
+	tcp, ok := c.(*net.TCPConn)
+	if !ok || userTimeout == 0 {
+		return func() {}
+	}
+	raw, err := tcp.SyscallConn()
+	if err != nil || setUserTimeout(raw, 0) != nil {
+		return func() {}
+	}
+	return func() { setUserTimeout(raw, userTimeout) }
 }

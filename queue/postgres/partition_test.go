@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/url"
 	"strconv"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/queuectl/queuectl/internal/testutil/blackhole"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/postgres"
@@ -44,11 +42,66 @@ func TestStatementOnAPartitionedConnectionFails(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	start := time.Now()
-	_, err = s.GetJob(ctx, "a") // on the connection InsertJobs left idle
-	var ce *pgconn.ConnectError
-	if err == nil || ctx.Err() != nil || errors.As(err, &ce) {
+	// On the connection InsertJobs left idle; the pool pings it first if
+	// it has been idle for a second, and then connects again, which the
+	// connect timeout bounds: either way the call ends well before the
+	// test's bound.
+	_, err = s.GetJob(ctx, "a")
+	if err == nil || ctx.Err() != nil {
 		t.Fatalf("a statement on a partitioned connection: %v after %s (the test's bound passed: %v); want the connection given up",
 			err, time.Since(start).Round(time.Millisecond), ctx.Err() != nil)
+	}
+}
+
+// An import's COPY that the server stops reading while it waits for a
+// lock (another import's uncommitted job with the same id, here) is not
+// cut off by the TCP user timeout, though the server's receive window
+// stays closed for longer than it: the server is well, only waiting.
+func TestImportWaitingForALockOutlastsTheUserTimeout(t *testing.T) {
+	schema, u := newSchema(t)
+	t.Cleanup(func() { checkJobTotals(t, schema) })
+	holder := open(t, u)
+	q, _ := url.Parse(u)
+	params := q.Query()
+	params.Set("tcp_user_timeout", "500")
+	q.RawQuery = params.Encode()
+	s := open(t, q.String())
+
+	first := beginImport(t, holder)
+	if err := first.Stage(tctx(t), []*queue.Job{keyed(t, "x", "", "")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Stage(tctx(t), nil); err != nil { // waits for its COPY
+		t.Fatal(err)
+	}
+	// Far more than the socket buffers hold: the window closes.
+	long := strings.Repeat("x", 2000)
+	jobs := []*queue.Job{keyed(t, "x", "", "")}
+	for i := range 10_000 {
+		jobs = append(jobs, keyed(t, "j"+strconv.Itoa(i), "", "echo "+long))
+	}
+	second := beginImport(t, s)
+	if err := second.Stage(tctx(t), jobs); err != nil {
+		t.Fatal(err)
+	}
+	watch := adminConn(t)
+	waitFor(t, "the second import's COPY to wait for x", 30*time.Second, func() bool {
+		var n int
+		err := watch.QueryRow(tctx(t), `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = $1 AND wait_event_type = 'Lock'`, schema).Scan(&n)
+		return err == nil && n > 0
+	})
+	// The lock is held for several user timeouts: the fault being made,
+	// not a wait for anything.
+	time.Sleep(3 * time.Second)
+	if err := first.Abort(tctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Commit(tctx(t)); err != nil {
+		t.Fatalf("the import that waited for a lock: %v; want it committed", err)
+	}
+	if got, err := s.GetJob(tctx(t), "j9999"); err != nil || got.State != queue.StatePending {
+		t.Fatalf("j9999: %+v, %v", got, err)
 	}
 }
 
@@ -68,7 +121,7 @@ func TestTCPUserTimeoutSetting(t *testing.T) {
 			t.Errorf("tcp_user_timeout %q: the parameters sent to the server are %v", in, params)
 		}
 	}
-	for _, bad := range []string{"soon", "-1", "1.5"} {
+	for _, bad := range []string{"soon", "-1", "1.5", "2147483648"} {
 		_, err := postgres.Open(tctx(t), baseURL(t)+"&tcp_user_timeout="+bad)
 		if err == nil || !strings.Contains(err.Error(), `tcp_user_timeout "`+bad+`"`) {
 			t.Errorf("tcp_user_timeout %q: %v; want it refused, naming it", bad, err)

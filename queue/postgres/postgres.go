@@ -76,6 +76,9 @@ type Store struct {
 	limited       limitedCache
 	// tidyCfg connects the connection a round of Tidy vacuums on.
 	tidyCfg *pgx.ConnConfig
+	// userTimeout is the connections' TCP user timeout (0: the system's),
+	// which an import's connection is without for its length (patient).
+	userTimeout time.Duration
 
 	closeOnce sync.Once
 }

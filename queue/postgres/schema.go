@@ -26,7 +26,7 @@ var migrationFS embed.FS
 // Store. Pool settings such as pool_max_conns may be given in the URL. A
 // schema written by a newer binary is refused with queue.ErrSchemaNewer.
 func Open(ctx context.Context, url string) (*Store, error) {
-	cfg, err := parseConfig(url)
+	cfg, userTimeout, err := parseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
@@ -40,7 +40,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
-	s := &Store{pool: pool, channel: channelName(schema), eventsChannel: eventsChannelName(schema)}
+	s := &Store{pool: pool, channel: channelName(schema), eventsChannel: eventsChannelName(schema), userTimeout: userTimeout}
 	listenCfg := cfg.ConnConfig.Copy()
 	listenCfg.RuntimeParams["application_name"] += listenSuffix
 	s.wake = newWaker(listenCfg, s.channel)
@@ -53,7 +53,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 // Migrate applies pending migrations to the database at url and reports how
 // many it applied, for an explicit migration step before workers start.
 func Migrate(ctx context.Context, url string) (applied int, err error) {
-	cfg, err := parseConfig(url)
+	cfg, _, err := parseConfig(url)
 	if err != nil {
 		return 0, fmt.Errorf("migrate postgres: %w", err)
 	}
@@ -75,23 +75,25 @@ func Migrate(ctx context.Context, url string) (applied int, err error) {
 // would hang every command.
 const defaultConnectTimeout = 10 * time.Second
 
-func parseConfig(url string) (*pgxpool.Config, error) {
+// parseConfig reads url as pgx does, with this package's defaults, and
+// returns the connections' TCP user timeout too (tcpUserTimeout).
+func parseConfig(url string) (*pgxpool.Config, time.Duration, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 && !strings.Contains(url, "connect_timeout") && os.Getenv("PGCONNECT_TIMEOUT") == "" {
 		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
 	userTimeout, err := tcpUserTimeout(cfg.ConnConfig.RuntimeParams)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	cfg.ConnConfig.DialFunc = dialFunc(cfg.ConnConfig.ConnectTimeout, userTimeout)
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = defaultAppName
 	}
-	return cfg, nil
+	return cfg, userTimeout, nil
 }
 
 // target names the database for error messages, without the password.

@@ -6,10 +6,11 @@
 // forwarding cannot show that, since its kernel still acknowledges what
 // reaches it.
 //
-// It replaces the loopback interface's root queueing discipline with one
-// that sends the port's packets to a queue of length 0, with tc
-// (iproute2), which needs root; one test at a time may use it. When tc
-// cannot do it, the test is skipped, or fails when CI=true.
+// It replaces the loopback interface's root queueing discipline, when it
+// is the default one, with one that sends the port's packets to a queue of
+// length 0, with tc (iproute2), which needs root, and puts the default
+// back when the test ends; one test at a time may use it. When tc cannot do
+// it, the test is skipped, or fails when CI=true.
 package blackhole
 
 import (
@@ -30,7 +31,11 @@ func From(t testing.TB, port int) {
 		{"qdisc", "add", "dev", "lo", "parent", "1:10", "handle", "10:", "pfifo", "limit", "0"},
 		{"filter", "add", "dev", "lo", "parent", "1:", "protocol", "ip", "u32", "match", "ip", "sport", strconv.Itoa(port), "0xffff", "flowid", "1:10"},
 	}
-	remove() // what a test that was killed left
+	if out, err := exec.Command("tc", "qdisc", "show", "dev", "lo", "root").CombinedOutput(); err != nil ||
+		!strings.HasPrefix(string(out), "qdisc noqueue") {
+		// Another's setting (or what a killed test left): not ours to replace.
+		unavailable(t, "the loopback interface's root qdisc is not the default: %v: %s", err, strings.TrimSpace(string(out)))
+	}
 	for _, args := range steps {
 		if out, err := exec.Command("tc", args...).CombinedOutput(); err != nil {
 			remove()
