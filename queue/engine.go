@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -26,6 +28,12 @@ type Lane struct {
 	Name   string   // for logs; defaults to the queue list
 	Queues []string // empty: every queue
 	Slots  int      // jobs run at once; at least 1
+	// Held, if set, counts jobs of the lane's queues that run elsewhere in
+	// this process and take from its slots: those of an engine a service
+	// replaced at a reload, still finishing. The lane claims only for
+	// Slots - busy - Held() slots, so a reload never runs more of a queue's
+	// jobs at once than its concurrency.
+	Held func() int
 }
 
 // EngineConfig configures an Engine. Zero values take the defaults noted.
@@ -183,7 +191,7 @@ func NewEngine(store Store, runner Runner, cfg EngineConfig) *Engine {
 	e.lanes = &slotLanes{
 		store: store, clock: cfg.Clock, worker: cfg.WorkerID, lease: cfg.Lease, poll: cfg.Poll,
 		launch: func(j *Job, leaseFrom time.Time, free func()) { e.launch(j, leaseFrom, free, nil) },
-		log:    e.log, lanes: cfg.Lanes,
+		log:    e.log, lanes: cfg.Lanes, busy: make([]atomic.Int32, len(cfg.Lanes)),
 	}
 	e.lanes.claimJobs = func(ctx context.Context, p ClaimParams, due *dueFlag) ([]*Job, error) {
 		if jobs, sent, err := e.finish.claim(p, due); sent {
@@ -210,6 +218,26 @@ func NewEngine(store Store, runner Runner, cfg EngineConfig) *Engine {
 
 // ID is the worker id the engine registers under.
 func (e *Engine) ID() string { return e.cfg.WorkerID }
+
+// Busy counts the slots the engine's lanes of queue q hold now, a running
+// job each (a lane of every queue counts all of its jobs).
+func (e *Engine) Busy(q string) int {
+	n := 0
+	for i, l := range e.cfg.Lanes {
+		if len(l.Queues) == 0 || slices.Contains(l.Queues, q) {
+			n += int(e.lanes.busy[i].Load())
+		}
+	}
+	return n
+}
+
+// StopClaiming ends the engine's claims (a claim in flight completes
+// first, and its jobs count in Busy); running jobs run on. Stop still
+// has to be called.
+func (e *Engine) StopClaiming() { e.lanes.Stop() }
+
+// Wake makes every lane look for work now.
+func (e *Engine) Wake() { e.wakes.wakeAll() }
 
 // StopRequested is closed when the store asked this worker to stop
 // (queuectl worker stop); the owner should then call Stop.

@@ -28,6 +28,7 @@ type slotLanes struct {
 	launch    func(j *Job, leaseFrom time.Time, free func())
 	log       zerolog.Logger
 	lanes     []Lane
+	busy      []atomic.Int32  // one per lane: its slots taken by running jobs
 	wakes     []chan struct{} // one per lane
 	svc       service
 }
@@ -40,7 +41,7 @@ func (s *slotLanes) Start() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s.loop(ctx, l, s.wakes[i])
+				s.loop(ctx, l, &s.busy[i], s.wakes[i])
 			}()
 		}
 		wg.Wait()
@@ -51,7 +52,7 @@ func (s *slotLanes) Start() {
 // flight completes first). It is safe to call twice.
 func (s *slotLanes) Stop() { s.svc.stop() }
 
-func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
+func (s *slotLanes) loop(ctx context.Context, l Lane, busyOut *atomic.Int32, wake chan struct{}) {
 	log := s.log.With().Str("lane", l.Name).Logger()
 	freed := make(chan struct{}, 1)
 	due := &dueFlag{count: &s.due}
@@ -74,6 +75,9 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 		mu.Lock()
 		free := l.Slots - busy
 		mu.Unlock()
+		if l.Held != nil {
+			free -= l.Held()
+		}
 		wait := s.poll
 		if free > 0 {
 			claimedAt := s.clock.Now()
@@ -93,12 +97,14 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, wake chan struct{}) {
 				for _, j := range jobs {
 					mu.Lock()
 					busy++
+					busyOut.Add(1)
 					mu.Unlock()
 					launched := time.Now()
 					s.launch(j, sent, func() {
 						ran := time.Since(launched)
 						mu.Lock()
 						busy--
+						busyOut.Add(-1)
 						pace.ran(ran)
 						if busy == 0 || pace.refillsAtOnce() {
 							due.set() // and the poke below makes the lane claim

@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/signal"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -194,6 +196,7 @@ type service struct {
 	pruned     sync.WaitGroup
 
 	drains     sync.WaitGroup
+	draining   drainingEngines // engines replaced by a reload, still finishing jobs
 	drainCtx   context.Context
 	stopDrains context.CancelFunc
 }
@@ -368,21 +371,87 @@ func (s *service) apply(ctx context.Context, f *config.File) (overridden []strin
 		s.file = f
 		return overridden, nil
 	}
+	ls := lanes(f)
+	old := s.eng
+	// A replaced engine finishes its running jobs while the new one
+	// starts: their slots count against the new lanes until those jobs
+	// end, so a queue never runs more than its concurrency at once (one of
+	// concurrency 1 stays serial across a reload). The new lanes claim
+	// nothing until the old ones have stopped claiming.
+	var ready atomic.Bool
+	for i := range ls {
+		q, slots := ls[i].Name, ls[i].Slots
+		ls[i].Held = func() int {
+			if !ready.Load() {
+				return slots
+			}
+			return s.draining.busy(q)
+		}
+	}
+	if old == nil {
+		ready.Store(true)
+	} else {
+		s.draining.add(old)
+	}
 	eng := queue.NewEngine(s.st, shellRunner{executor.New(executor.Config{KillGrace: s.o.kill}), jobDBEnv(s.dsn)}, queue.EngineConfig{
-		Lanes: lanes(f), Lease: s.o.lease, Log: s.log, Retry: s.o.retry, Host: s.a.hostName(), Processes: proc.Host{},
+		Lanes: ls, Lease: s.o.lease, Log: s.log, Retry: s.o.retry, Host: s.a.hostName(), Processes: proc.Host{},
 		Service: true, // worker stop leaves it alone
 	})
 	if err := eng.Start(ctx); err != nil {
+		if old != nil {
+			s.draining.remove(old) // it keeps working
+		}
 		return nil, err
 	}
-	if prev := s.eng; prev != nil {
+	if old != nil {
 		s.log.Info().Msg("queues changed: new worker slots started; the old ones finish their running jobs")
+		// A claim of the old engine still in flight completes first; a
+		// stop signal does not wait for one that hangs on the database.
+		claiming := make(chan struct{})
+		go func() { old.StopClaiming(); close(claiming) }()
+		select {
+		case <-claiming:
+			ready.Store(true)
+			eng.Wake()
+		case <-ctx.Done(): // stopping: the new engine never needs to claim
+		}
 		s.drains.Add(1)
 		go func() {
 			defer s.drains.Done()
-			prev.Stop(s.drainCtx)
+			old.Stop(s.drainCtx)
+			s.draining.remove(old) // its jobs have ended
 		}()
 	}
 	s.eng, s.file = eng, f
 	return overridden, nil
+}
+
+// drainingEngines are the engines reloads replaced that still finish
+// their running jobs.
+type drainingEngines struct {
+	mu   sync.Mutex
+	engs []*queue.Engine
+}
+
+func (d *drainingEngines) add(e *queue.Engine) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.engs = append(d.engs, e)
+}
+
+func (d *drainingEngines) remove(e *queue.Engine) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.engs = slices.DeleteFunc(d.engs, func(x *queue.Engine) bool { return x == e })
+}
+
+// busy counts the slots of queue q the draining engines hold.
+func (d *drainingEngines) busy(q string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, e := range d.engs {
+		n += e.Busy(q)
+	}
+	return n
 }

@@ -453,6 +453,31 @@ func TestE2ERunReloadedQueuesDrainOnStop(t *testing.T) {
 	}
 }
 
+// A reload that changes the queues starts new worker slots while the old
+// ones finish their jobs; those jobs still count against the queue's
+// concurrency, so a queue of concurrency 1 stays serial across a reload
+// that only added another queue.
+func TestE2EReloadKeepsQueueConcurrency(t *testing.T) {
+	c := newCLI(t)
+	cfg := filepath.Join(c.home, "queue.hcl")
+	writeFile(t, cfg, "queue \"serial\" {\n  concurrency = 1\n}\n")
+	svc := c.startService("-c", cfg)
+	c.ok("enqueue", "--id", "first", "--queue", "serial", "--command", "sleep 3")
+	c.waitState("first", "processing", 20*time.Second)
+	c.ok("enqueue", "--id", "second", "--queue", "serial", "--command", "true")
+	writeFile(t, cfg, "queue \"serial\" {\n  concurrency = 1\n}\nqueue \"other\" {}\n")
+	svc.signal(syscall.SIGHUP)
+	waitFor(t, "the reload", 20*time.Second, func() bool { return strings.Contains(svc.log(), "queues changed") })
+	second := c.waitState("second", "completed", 30*time.Second)
+	first := c.job("first")
+	if first.State != "completed" {
+		t.Fatalf("second ran while first was %s: concurrency 1 exceeded\n%s", first.State, svc.log())
+	}
+	if f := c.job("first"); len(f.History) != 1 || second.StartedAt.Before(f.History[0].FinishedAt) {
+		t.Fatalf("second started at %v, before first finished (%+v): concurrency 1 exceeded\n%s", second.StartedAt, f.History, svc.log())
+	}
+}
+
 // When --grace runs out, the service says so before it stops the jobs
 // still running, as a worker does, and puts them back.
 func TestE2ERunGraceOverSaysSo(t *testing.T) {
