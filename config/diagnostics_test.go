@@ -285,3 +285,30 @@ func TestTokenFileNotFoundSaysWhereItLooked(t *testing.T) {
 		}
 	}
 }
+
+// validate reads a token file as run does, so the two agree: an empty
+// file, one of two lines, and two files holding the same token are each
+// refused at their line, and the error never quotes a token.
+func TestTokenFileReadAsRunReadsIt(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	empty, lines := write("empty", " \n"), write("lines", "secret-a\nsecret-b\n")
+	a, b := write("a", "secret-same\n"), write("b", "  secret-same")
+	for _, tc := range []struct{ src, summary, detail string }{
+		{`token_file = "` + empty + `"`, "Invalid token file", "the file is empty"},
+		{`viewer_token_file = "` + lines + `"`, "Invalid token file", "more than one line"},
+		{"token_file = \"" + a + "\"\n  viewer_token_file = \"" + b + "\"", "Same token twice", "must differ"},
+	} {
+		src := "http {\n  " + tc.src + "\n}\n"
+		d := findDiag(t, parseErr(t, src, Options{}), tc.summary)
+		if !strings.Contains(d.Detail, tc.detail) || strings.Contains(d.Detail, "secret") || d.Subject == nil || d.Subject.Start.Line < 2 {
+			t.Errorf("%s: %+v; want %q at its line, quoting no token", tc.src, d, tc.detail)
+		}
+	}
+}

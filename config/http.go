@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -44,6 +45,7 @@ func (d *decoder) decodeHTTP(b *hcl.Block) *HTTP {
 		}
 	}
 	files := map[string]*hcl.Attribute{}
+	tokens := map[string]*hcl.Attribute{}
 	for _, a := range []struct {
 		name string
 		dst  *string
@@ -77,9 +79,40 @@ func (d *decoder) decodeHTTP(b *hcl.Block) *HTTP {
 			d.attrError(attr, "Token file not found", fmt.Sprintf("%s %q is a directory.", a.name, written))
 			continue
 		}
+		// As run reads it, so that validate and run agree.
+		token, err := ReadToken(s)
+		if err != nil {
+			d.attrError(attr, "Invalid token file", fmt.Sprintf("%s %q%s: %v.", a.name, written, where, err))
+			continue
+		}
+		if other, dup := tokens[token]; dup {
+			d.attrError(attr, "Same token twice",
+				fmt.Sprintf("The admin and viewer tokens must differ; %s holds the token of the file at %s.", a.name, pos(other.Range)))
+			continue
+		}
+		tokens[token] = attr
 		*a.dst = s
 	}
 	return h
+}
+
+// ReadToken reads a token file: one token on one line, surrounding white
+// space dropped. An empty file, or one of several lines (neither an
+// Authorization header nor the sign-in form carries a line break), is an
+// error that does not quote the file.
+func ReadToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" {
+		return "", errors.New("the file is empty")
+	}
+	if strings.ContainsAny(token, "\r\n") {
+		return "", errors.New("the file holds more than one line: a token file holds one token")
+	}
+	return token, nil
 }
 
 // CheckListen accepts host:port with a port from 0 to 65535; an empty host

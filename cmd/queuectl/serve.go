@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
-	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -84,16 +84,13 @@ func (a *app) httpTokens(o httpOptions) (admin, viewer string, err error) {
 			}
 			return token, nil
 		}
-		b, err := os.ReadFile(path)
-		if err != nil {
+		token, err := config.ReadToken(path)
+		var pe *fs.PathError
+		switch {
+		case errors.As(err, &pe):
 			return "", usageError{fmt.Errorf("read token: %w", err)}
-		}
-		token := strings.TrimSpace(string(b))
-		if token == "" {
-			return "", usagef("token file %s is empty", path)
-		}
-		if strings.ContainsAny(token, "\r\n") {
-			return "", usagef("token file %s holds more than one line: a token file holds one token", path)
+		case err != nil:
+			return "", usagef("token file %s: %v", path, err)
 		}
 		return token, nil
 	}
