@@ -629,6 +629,7 @@ func TestValueErrors(t *testing.T) {
 		// the store refuses such a job: every fire would fail.
 		{"command too long", "job \"j\" {\n  schedule = \"@daily\"\n  command  = \"" + strings.Repeat("x", 128<<10) + "\"\n}", "Invalid command"},
 		{"env entry too long", job(`env = { A = "` + strings.Repeat("x", 128<<10-2) + `" }`), "Invalid environment variable value"},
+		{"env too large in all", job(`env = { ` + bigEnv(9) + ` }`), "Invalid environment"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -739,7 +740,7 @@ func TestParseDuration(t *testing.T) {
 func TestLimitsMatchQueueStore(t *testing.T) {
 	if maxRetriesLimit != queue.MaxRetriesLimit || backoffBaseMin != queue.BackoffBaseMin ||
 		backoffBaseMax != queue.BackoffBaseMax || maxBackoffLimit != queue.MaxBackoffLimit ||
-		maxTimeoutLimit != queue.MaxTimeoutLimit || maxPriorityLimit != queue.MaxPriorityLimit || maxArgLen != queue.MaxArgLen ||
+		maxTimeoutLimit != queue.MaxTimeoutLimit || maxPriorityLimit != queue.MaxPriorityLimit || maxArgLen != queue.MaxArgLen || maxEnvSize != queue.MaxEnvSize ||
 		DefaultQueue != queue.DefaultQueue {
 		t.Error("config's limits differ from package queue's")
 	}
@@ -823,4 +824,14 @@ retention {
 	if f := parseOK(t, `retention {}`, Options{}); f.Retention != (Retention{}) {
 		t.Fatalf("empty block: %+v", f.Retention)
 	}
+}
+
+// bigEnv is the body of an env map of n variables of 120 KiB each: 8 fit
+// in the size a job may carry, 9 do not.
+func bigEnv(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "%c = %q\n", 'A'+i, strings.Repeat("x", 120<<10))
+	}
+	return b.String()
 }

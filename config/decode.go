@@ -76,6 +76,8 @@ const (
 	// maxArgLen bounds a command and an env entry NAME=value: Linux starts
 	// no process given a longer argument or variable.
 	maxArgLen = 128<<10 - 1
+	// maxEnvSize bounds a job's env in all (queue.MaxEnvSize).
+	maxEnvSize = 1 << 20
 )
 
 // validName reports whether s can name a queue or job: 1 to 200 bytes of

@@ -230,10 +230,25 @@ func (d *decoder) checkEnv(attr *hcl.Attribute, env map[string]string) map[strin
 			valid = false
 		}
 	}
+	if n := envSize(env); valid && n > maxEnvSize {
+		d.attrError(attr, "Invalid environment",
+			fmt.Sprintf("The variables are %d bytes in all, over the %d a job may carry (a process is given at most 2 MiB of arguments and environment, the worker's own included).", n, maxEnvSize))
+		valid = false
+	}
 	if !valid {
 		return nil
 	}
 	return env
+}
+
+// envSize is the size env takes in a process's environment, as
+// queue.EnvSize counts it.
+func envSize(env map[string]string) int {
+	n := 0
+	for k, v := range env {
+		n += len(k) + len(v) + 2
+	}
+	return n
 }
 
 // loadLocation loads an IANA time zone, refusing the machine-dependent

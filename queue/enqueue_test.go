@@ -44,6 +44,7 @@ func TestResolveRejects(t *testing.T) {
 		{"dir with NUL", queue.NewJob{Command: "true", Dir: "/tmp/a\x00"}, "dir"},
 		{"command too long to start", queue.NewJob{Command: "echo " + strings.Repeat("x", 128<<10)}, "command is 131077 bytes, over the 131071"},
 		{"env entry too long to start", queue.NewJob{Command: "true", Env: map[string]string{"A": strings.Repeat("x", 128<<10)}}, "env: A=… is 131074 bytes"},
+		{"env too large in all to start", queue.NewJob{Command: "true", Env: bigEnv(9)}, "env: the variables are 1105947 bytes in all, over the 1048576"},
 		{"command not UTF-8", queue.NewJob{Command: "echo \xff"}, "command is not valid UTF-8"},
 		{"env name not UTF-8", queue.NewJob{Command: "true", Env: map[string]string{"A\xff": "x"}}, "not valid UTF-8"},
 		{"env value not UTF-8", queue.NewJob{Command: "true", Env: map[string]string{"A": "x\xff"}}, "the value of A is not valid UTF-8"},
@@ -205,4 +206,14 @@ func TestEnqueueIsAllOrNothing(t *testing.T) {
 			t.Errorf("got %v, want a read config error", err)
 		}
 	})
+}
+
+// bigEnv is an env of n variables of 120 KiB each: 8 fit in
+// queue.MaxEnvSize, 9 do not.
+func bigEnv(n int) map[string]string {
+	env := map[string]string{}
+	for i := range n {
+		env[string(rune('A'+i))] = strings.Repeat("x", 120<<10)
+	}
+	return env
 }

@@ -22,6 +22,12 @@ const ReservedEnvPrefix = "QUEUECTL_"
 // long".
 const MaxArgLen = 128<<10 - 1
 
+// MaxEnvSize bounds a job's env in all, its NAME=value strings with their
+// NULs: Linux starts a process only when its arguments and environment
+// together fit in a quarter of the stack limit (2 MiB by default), and the
+// worker's own environment and the job's command take their share too.
+const MaxEnvSize = 1 << 20
+
 // MinTimeout is the shortest timeout a job may have; 0 means none.
 const MinTimeout = time.Millisecond
 
@@ -79,7 +85,20 @@ func CheckEnv(env map[string]string) error {
 			return fmt.Errorf("%w: env: %s=… is %d bytes, over the %d a process can be given", ErrInvalid, k, len(k)+1+len(env[k]), MaxArgLen)
 		}
 	}
+	if n := EnvSize(env); n > MaxEnvSize {
+		return fmt.Errorf("%w: env: the variables are %d bytes in all, over the %d a job may carry (a process is given at most 2 MiB of arguments and environment, the worker's own included)", ErrInvalid, n, MaxEnvSize)
+	}
 	return nil
+}
+
+// EnvSize is the size env takes in a process's environment: each
+// NAME=value with its NUL.
+func EnvSize(env map[string]string) int {
+	n := 0
+	for k, v := range env {
+		n += len(k) + len(v) + 2
+	}
+	return n
 }
 
 // CheckDir validates a job's working directory: "" (inherit) or an

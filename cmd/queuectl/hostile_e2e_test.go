@@ -2,10 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/queuectl/queuectl/queue"
 )
 
 // TestE2EHostileInputSameOnBothStores runs the same bad input against
@@ -104,4 +108,43 @@ func TestE2EEnqueueFileAfterNamesTheRightLine(t *testing.T) {
 			t.Fatalf("second: %+v %v; want waiting after holder", j, err)
 		}
 	})
+}
+
+// A job's env may carry up to queue.MaxEnvSize in all, and a job carrying
+// that much starts: the bound leaves room for the worker's own environment
+// and the command in what Linux gives a process. More is refused at
+// enqueue, naming env.
+func TestE2ELargestEnvStarts(t *testing.T) {
+	c := newCLI(t)
+	env := map[string]string{}
+	n := 0
+	for i := 0; n < queue.MaxEnvSize-(queue.MaxArgLen+2); i++ {
+		k := fmt.Sprintf("V%02d", i)
+		env[k] = strings.Repeat("x", queue.MaxArgLen-len(k)-1)
+		n = queue.EnvSize(env)
+	}
+	k := "LAST"
+	env[k] = strings.Repeat("x", queue.MaxEnvSize-n-len(k)-2)
+	if got := queue.EnvSize(env); got != queue.MaxEnvSize {
+		t.Fatalf("env of %d bytes, want %d", got, queue.MaxEnvSize)
+	}
+	line := func(id string) string {
+		b, err := json.Marshal(map[string]any{"id": id, "command": `test ${#LAST} -gt 0`, "env": env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b) + "\n"
+	}
+	path := filepath.Join(t.TempDir(), "jobs.jsonl")
+	writeFile(t, path, line("big"))
+	c.ok("enqueue", "--file", path)
+	env["OVER"] = "" // 6 bytes more
+	writeFile(t, path, line("over"))
+	if _, errOut, code := c.run("enqueue", "--file", path); code != 2 || !strings.Contains(errOut, "env: the variables are 1048582 bytes in all") {
+		t.Fatalf("an env over the bound: exit %d: %s", code, errOut)
+	}
+	c.ok("worker", "start")
+	if j := c.waitState("big", "completed", 30*time.Second); j.Attempts != 1 {
+		t.Fatalf("the job with the largest env: %+v", j)
+	}
 }
