@@ -58,6 +58,19 @@ func Due(sched Nexter, after, now time.Time, keep int) (slots []time.Time, total
 	return slots, total, false
 }
 
+// CountDue counts the slots in (after, now], up to limit: more reports
+// that there are more than limit. It walks them, so limit bounds its
+// work: a per-second schedule after a month down has millions.
+func CountDue(sched Nexter, after, now time.Time, limit int) (n int, more bool) {
+	for slot := sched.Next(after); !slot.IsZero() && !slot.After(now); slot = sched.Next(slot) {
+		if n == limit {
+			return n, true
+		}
+		n++
+	}
+	return n, false
+}
+
 // Latest returns the last slot in (after, now] and how many slots that
 // interval holds: 0, 1, or 2 meaning "two or more". It calls Next a number
 // of times that grows with the logarithm of the outage, not with the

@@ -18,11 +18,18 @@ type CronTemplate struct {
 	Description string      `json:"description"`
 	NextFires   []time.Time `json:"next_fires"`
 	// MissedSlots counts the slots due over a minute ago that no scheduler
-	// has handled yet (no `queuectl run` was running for them).
-	MissedSlots int `json:"missed_slots"`
+	// has handled yet (no `queuectl run` was running for them), up to
+	// MaxMissedCount; MissedSlotsMore says there are more.
+	MissedSlots     int  `json:"missed_slots"`
+	MissedSlotsMore bool `json:"missed_slots_more,omitempty"`
 	// LastFire is the slot (or trigger time) of the newest job the template fired.
 	LastFire *time.Time `json:"last_fire"`
 }
+
+// MaxMissedCount bounds the missed slots a template's view counts: each
+// is a step of the schedule, and the CLI, the API, the dashboard and every
+// scrape of /metrics count them again.
+const MaxMissedCount = 10_000
 
 // missedGrace is how late a slot may be before it counts as missed: a
 // running scheduler handles a slot within a few seconds.
@@ -47,7 +54,7 @@ func NewCronTemplate(t *queue.Template, now time.Time, next int) CronTemplate {
 		c.NextFires = append(c.NextFires, at.UTC())
 	}
 	if !t.Cursor.IsZero() {
-		_, c.MissedSlots, _ = scheduler.Due(sc, t.Cursor, now.Add(-missedGrace), 1)
+		c.MissedSlots, c.MissedSlotsMore = scheduler.CountDue(sc, t.Cursor, now.Add(-missedGrace), MaxMissedCount)
 	}
 	return c
 }

@@ -25,3 +25,22 @@ func TestNextFiresOfEveryCountFromTheCursor(t *testing.T) {
 		t.Errorf("a cron spec's next fire: %v, want 16:00", c.NextFires)
 	}
 }
+
+// Missed slots are counted exactly up to MaxMissedCount, and past it the
+// view says there are more: a per-second schedule after a month down has
+// millions, which every scrape of /metrics would walk again.
+func TestMissedSlotsCountedUpToTheBound(t *testing.T) {
+	cursor := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	minutely := &queue.Template{Name: "m", Schedule: "* * * * *", TimeZone: "UTC", Enabled: true, Cursor: cursor}
+	if c := NewCronTemplate(minutely, cursor.Add(2*time.Hour+missedGrace), 0); c.MissedSlots != 120 || c.MissedSlotsMore {
+		t.Errorf("a minutely schedule two hours down: %d missed (more %v), want 120", c.MissedSlots, c.MissedSlotsMore)
+	}
+	secondly := &queue.Template{Name: "s", Schedule: "* * * * * *", TimeZone: "UTC", Enabled: true, Cursor: cursor}
+	if c := NewCronTemplate(secondly, cursor.Add(30*24*time.Hour), 0); c.MissedSlots != MaxMissedCount || !c.MissedSlotsMore {
+		t.Errorf("a per-second schedule a month down: %d missed (more %v), want %d and more", c.MissedSlots, c.MissedSlotsMore, MaxMissedCount)
+	}
+	exact := &queue.Template{Name: "e", Schedule: "* * * * * *", TimeZone: "UTC", Enabled: true, Cursor: cursor}
+	if c := NewCronTemplate(exact, cursor.Add(MaxMissedCount*time.Second+missedGrace), 0); c.MissedSlots != MaxMissedCount || c.MissedSlotsMore {
+		t.Errorf("exactly the bound: %d missed (more %v), want %d and no more", c.MissedSlots, c.MissedSlotsMore, MaxMissedCount)
+	}
+}
