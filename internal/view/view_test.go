@@ -61,6 +61,11 @@ func TestParseJobJSONNamesTheField(t *testing.T) {
 		{"not an object", `[1,2]`, "", "must be an object, not array"},
 		{"env value not a string", `{"command":"true","env":{"A":1}}`, "env", `field "env" must be an object of strings; a value is number`},
 		{"label value not a string", `{"command":"true","labels":{"a":true}}`, "labels", `field "labels" must be an object of strings; a value is bool`},
+		{"env name given twice", `{"command":"true","env":{"A":"1","A":"2"}}`, "env", `field "env" has the key "A" twice`},
+		{"env name given twice, once escaped", `{"command":"true","env":{"PATH":"/bin","P\u0041TH":"/tmp"}}`, "env", `field "env" has the key "PATH" twice`},
+		{"label key given twice", `{"command":"true","labels":{"team":"web","team":"infra"}}`, "labels", `field "labels" has the key "team" twice`},
+		{"env value null", `{"command":"true","env":{"A":null}}`, "env", `field "env" must be an object of strings; the value of "A" is null`},
+		{"label value null", `{"command":"true","labels":{"a":null}}`, "labels", `field "labels" must be an object of strings; the value of "a" is null`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
