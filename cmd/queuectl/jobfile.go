@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"unicode"
 )
 
 // The two formats of a file of jobs (enqueue --file): JSON Lines, or one
@@ -26,11 +27,18 @@ func eachJob(r io.Reader, path string, fn func(where string, b []byte) error) er
 	if b, err := br.Peek(3); err == nil && string(b) == "\ufeff" {
 		br.Discard(3)
 	}
-	if first, err := firstByte(br); err == nil && first == '[' {
+	first, blank, err := skipSpace(br)
+	if err == nil && first == '[' {
 		return eachArrayItem(br, path, fn)
 	}
+	if err == nil && first == '{' && openLineIsBlank(br) {
+		// No line of JSON Lines is a lone "{": an object printed over
+		// several lines, as show --json prints one (or several of them).
+		return eachObject(br, path, fn)
+	}
 	var scratch []byte
-	for line := 1; ; line++ {
+	// The blank lines skipped count, so that errors name the right line.
+	for line := 1 + blank; ; line++ {
 		b, err := readLine(br, &scratch)
 		if errors.Is(err, errLineTooLong) {
 			return usagef("enqueue: %s line %d is longer than the limit of %d MiB", path, line, maxJobLine>>20)
@@ -79,6 +87,65 @@ func readLine(br *bufio.Reader, scratch *[]byte) ([]byte, error) {
 		buf = append(buf, frag...)
 		*scratch = buf
 		return buf, nil
+	}
+}
+
+// skipSpace skips the white space at the start of br and returns the
+// first byte after it and the number of line ends it skipped.
+func skipSpace(br *bufio.Reader) (first byte, lines int, err error) {
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			return 0, lines, err
+		}
+		if !unicode.IsSpace(rune(b[0])) {
+			return b[0], lines, nil
+		}
+		if b[0] == '\n' {
+			lines++
+		}
+		br.ReadByte()
+	}
+}
+
+// openLineIsBlank says whether only white space follows the byte at the
+// start of br up to the end of its line.
+func openLineIsBlank(br *bufio.Reader) bool {
+	for n := 2; n <= br.Size(); n++ {
+		b, err := br.Peek(n)
+		if len(b) < n {
+			return err == io.EOF
+		}
+		switch b[n-1] {
+		case '\n':
+			return true
+		case ' ', '\t', '\r':
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// eachObject reads JSON objects printed over several lines, one after
+// another (the output of show --json), an object at a time.
+func eachObject(r io.Reader, path string, fn func(where string, b []byte) error) error {
+	dec := json.NewDecoder(r)
+	for item := 1; ; item++ {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return usageError{fmt.Errorf("enqueue: %s object %d: invalid JSON: %w", path, item, err)}
+		}
+		if len(raw) > maxJobLine {
+			return usagef("enqueue: %s object %d is longer than the limit of %d MiB", path, item, maxJobLine>>20)
+		}
+		if err := fn("object "+strconv.Itoa(item), raw); err != nil {
+			return err
+		}
 	}
 }
 
