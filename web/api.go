@@ -352,14 +352,47 @@ func (s *Server) apiDiscard(_ http.ResponseWriter, r *http.Request) (any, error)
 
 // apiDLQRetry retries every dead job, or those of ?queue=NAME.
 func (s *Server) apiDLQRetry(_ http.ResponseWriter, r *http.Request) (any, error) {
-	moved, err := s.cfg.Store.RetryJobs(r.Context(), queue.RetryParams{AllDead: true, Queue: r.URL.Query().Get("queue"), Now: s.now()})
+	q, err := dlqQueue(r.URL.Query())
+	if err != nil {
+		return nil, err
+	}
+	moved, err := s.cfg.Store.RetryJobs(r.Context(), queue.RetryParams{AllDead: true, Queue: q, Now: s.now()})
 	return ids(moved), err
 }
 
 // apiDLQDiscard deletes every dead job, or those of ?queue=NAME.
 func (s *Server) apiDLQDiscard(_ http.ResponseWriter, r *http.Request) (any, error) {
-	gone, err := s.cfg.Store.DiscardJobs(r.Context(), queue.DiscardParams{AllDead: true, Queue: r.URL.Query().Get("queue")})
+	q, err := dlqQueue(r.URL.Query())
+	if err != nil {
+		return nil, err
+	}
+	gone, err := s.cfg.Store.DiscardJobs(r.Context(), queue.DiscardParams{AllDead: true, Queue: q})
 	return ids(gone), err
+}
+
+// dlqQueue is the queue a DLQ action is limited to ("" for every queue).
+// These actions change every dead job their filter lets through, so a
+// filter that cannot be what the caller meant is refused rather than
+// dropped: a parameter of another name (?Queue=, ?queu=), an empty
+// queue= (?queue=$QUEUE with the variable unset), the queue given twice,
+// or a name no queue can have.
+func dlqQueue(q url.Values) (string, error) {
+	for name := range q {
+		if name != "queue" {
+			return "", invalidField(name, "unknown parameter %q: the only one is queue", name)
+		}
+	}
+	v, ok := q["queue"]
+	if !ok {
+		return "", nil
+	}
+	if len(v) != 1 {
+		return "", invalidField("queue", "queue is given %d times: give it once, or leave it out for every queue", len(v))
+	}
+	if err := queue.CheckName("queue", v[0]); err != nil {
+		return "", invalidField("queue", "%s (leave queue out for every queue)", strings.TrimPrefix(err.Error(), queue.ErrInvalid.Error()+": "))
+	}
+	return v[0], nil
 }
 
 // triggerResult answers a trigger, like `queuectl cron trigger`.

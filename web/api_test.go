@@ -290,6 +290,20 @@ func TestActionsOnJobs(t *testing.T) {
 				t.Errorf("discard the DLQ of queue b: %v", got.IDs)
 			}
 			h.runJob("d1", queue.OutcomeFailed, "")
+			// A filter that cannot be what was meant changes nothing: a
+			// dropped one would retry or discard every dead job.
+			for _, bad := range []struct{ query, field string }{{"queue=", "queue"}, {"Queue=a", "Queue"}, {"queu=a", "queu"},
+				{"queue=a&queue=b", "queue"}, {"queue=a%20b", "queue"}} {
+				for _, action := range []string{"retry", "discard"} {
+					rec := h.must(req{method: "POST", path: "/api/v1/dlq/" + action + "?" + bad.query, token: adminToken}, http.StatusBadRequest)
+					if e := errCode(t, rec); e.Code != codeInvalid || e.Field != bad.field {
+						t.Errorf("dlq %s ?%s: %+v, want invalid naming %s", action, bad.query, e, bad.field)
+					}
+				}
+			}
+			if j, _ := h.store.GetJob(context.Background(), "d1"); j.State != queue.StateDead {
+				t.Errorf("a refused DLQ action changed d1: %s", j.State)
+			}
 			got = decode[idsResult](t, h.must(req{method: "POST", path: "/api/v1/dlq/retry", token: adminToken}, http.StatusOK))
 			if strings.Join(got.IDs, " ") != "d1" {
 				t.Errorf("retry the whole DLQ: %v", got.IDs)
