@@ -149,15 +149,48 @@ func eachObject(r io.Reader, path string, fn func(where string, b []byte) error)
 	}
 }
 
+// itemSlack is how far past an item's limit its reader lets the decoder
+// read: what it has read ahead of the item's start is counted too.
+const itemSlack = 1 << 20
+
+// itemLimitReader fails with errLineTooLong once the bytes it has read
+// reach limit, an offset in r.
+type itemLimitReader struct {
+	r     io.Reader
+	n     int64 // bytes read so far
+	limit int64
+}
+
+func (l *itemLimitReader) Read(p []byte) (int, error) {
+	if l.limit > 0 && l.n >= l.limit {
+		return 0, errLineTooLong
+	}
+	if l.limit > 0 && int64(len(p)) > l.limit-l.n {
+		p = p[:l.limit-l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n += int64(n)
+	return n, err
+}
+
 // eachArrayItem reads one JSON array of job objects, an item at a time.
 func eachArrayItem(r io.Reader, path string, fn func(where string, b []byte) error) error {
-	dec := json.NewDecoder(r)
+	// The decoder reads a whole item before it can be measured: the
+	// reader stops it a little past the limit, so that an item of a
+	// gigabyte is refused without being held in memory.
+	lr := &itemLimitReader{r: r}
+	dec := json.NewDecoder(lr)
 	if _, err := dec.Token(); err != nil {
 		return usageError{fmt.Errorf("enqueue: %s: invalid JSON array: %w", path, err)}
 	}
 	for item := 1; dec.More(); item++ {
 		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
+		lr.limit = dec.InputOffset() + maxJobLine + itemSlack
+		err := dec.Decode(&raw)
+		if errors.Is(err, errLineTooLong) {
+			return usagef("enqueue: %s item %d is longer than the limit of %d MiB", path, item, maxJobLine>>20)
+		}
+		if err != nil {
 			return usageError{fmt.Errorf("enqueue: %s item %d: invalid JSON: %w", path, item, err)}
 		}
 		if len(raw) > maxJobLine {

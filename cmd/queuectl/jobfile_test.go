@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"strings"
 	"testing"
 )
@@ -32,5 +33,52 @@ func TestEachJobNamesLinesAndTakesShowJSON(t *testing.T) {
 		if err != nil || strings.Join(got, " ") != tc.want {
 			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
 		}
+	}
+}
+
+// endless yields a JSON array whose first item is a string that never
+// ends, n bytes in all, counting what was read of it.
+type endless struct{ read, n int64 }
+
+func (e *endless) Read(p []byte) (int, error) {
+	if e.read >= e.n {
+		return 0, io.EOF
+	}
+	head := `[{"command":"`
+	k := 0
+	for ; k < len(p) && e.read < e.n; k++ {
+		if e.read < int64(len(head)) {
+			p[k] = head[e.read]
+		} else {
+			p[k] = 'a'
+		}
+		e.read++
+	}
+	return k, nil
+}
+
+// An item of a JSON array over the limit is refused once the limit is
+// passed, not once the whole of it was read into memory.
+func TestEachJobRefusesALongArrayItemEarly(t *testing.T) {
+	e := &endless{n: 4 * maxJobLine}
+	err := eachJob(e, "f", func(string, []byte) error { t.Fatal("an item was taken"); return nil })
+	if err == nil || !strings.Contains(err.Error(), "f item 1 is longer than the limit of 16 MiB") {
+		t.Errorf("err = %v, want item 1 too long", err)
+	}
+	if e.read > maxJobLine+2*itemSlack {
+		t.Errorf("read %d MiB of the item before refusing it", e.read>>20)
+	}
+	// Items up to the limit still pass, one after another.
+	item := `{"command":"` + strings.Repeat("a", maxJobLine-len(`{"command":""}`)) + `"}`
+	n := 0
+	err = eachJob(strings.NewReader("["+item+",\n"+item+"]"), "f", func(_ string, b []byte) error {
+		if len(b) != maxJobLine {
+			t.Errorf("item of %d bytes, want %d", len(b), maxJobLine)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n != 2 {
+		t.Errorf("two items at the limit: %d taken, %v", n, err)
 	}
 }
