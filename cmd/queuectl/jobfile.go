@@ -130,12 +130,17 @@ func openLineIsBlank(br *bufio.Reader) bool {
 // eachObject reads JSON objects printed over several lines, one after
 // another (the output of show --json), an object at a time.
 func eachObject(r io.Reader, path string, fn func(where string, b []byte) error) error {
-	dec := json.NewDecoder(r)
+	lr := &itemLimitReader{r: r} // as for an array's items
+	dec := json.NewDecoder(lr)
 	for item := 1; ; item++ {
 		var raw json.RawMessage
+		lr.limit = dec.InputOffset() + maxJobLine + itemSlack
 		err := dec.Decode(&raw)
 		if err == io.EOF {
 			return nil
+		}
+		if errors.Is(err, errLineTooLong) {
+			return usagef("enqueue: %s object %d is longer than the limit of %d MiB", path, item, maxJobLine>>20)
 		}
 		if err != nil {
 			return usageError{fmt.Errorf("enqueue: %s object %d: invalid JSON: %w", path, item, err)}

@@ -36,15 +36,21 @@ func TestEachJobNamesLinesAndTakesShowJSON(t *testing.T) {
 	}
 }
 
-// endless yields a JSON array whose first item is a string that never
-// ends, n bytes in all, counting what was read of it.
-type endless struct{ read, n int64 }
+// endless yields head (default: a JSON array's start) then a string that
+// never ends, n bytes in all, counting what was read of it.
+type endless struct {
+	head    string
+	read, n int64
+}
 
 func (e *endless) Read(p []byte) (int, error) {
 	if e.read >= e.n {
 		return 0, io.EOF
 	}
-	head := `[{"command":"`
+	head := e.head
+	if head == "" {
+		head = `[{"command":"`
+	}
 	k := 0
 	for ; k < len(p) && e.read < e.n; k++ {
 		if e.read < int64(len(head)) {
@@ -80,5 +86,18 @@ func TestEachJobRefusesALongArrayItemEarly(t *testing.T) {
 	})
 	if err != nil || n != 2 {
 		t.Errorf("two items at the limit: %d taken, %v", n, err)
+	}
+}
+
+// An object printed over several lines (as show --json prints one) over
+// the limit is refused once the limit is passed, as an array's item is.
+func TestEachJobRefusesALongObjectEarly(t *testing.T) {
+	e := &endless{head: "{\n  \"command\": \"", n: 4 * maxJobLine}
+	err := eachJob(e, "f", func(string, []byte) error { t.Fatal("an object was taken"); return nil })
+	if err == nil || !strings.Contains(err.Error(), "f object 1 is longer than the limit of 16 MiB") {
+		t.Errorf("err = %v, want object 1 too long", err)
+	}
+	if e.read > maxJobLine+2*itemSlack {
+		t.Errorf("read %d MiB of the object before refusing it", e.read>>20)
 	}
 }
