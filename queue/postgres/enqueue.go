@@ -86,14 +86,7 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 		for _, j := range jobs {
 			j.ExistingID = "" // a rolled-back attempt may have set it
 		}
-		if plain {
-			// A pipelined batch is one implicit transaction (it ends at
-			// the batch's one Sync): all or nothing, without BEGIN and
-			// COMMIT round trips.
-			err = sendInserts(ctx, s.pool, jobs, s.channel)
-		} else {
-			err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.insertShaped(ctx, tx, jobs) })
-		}
+		err = s.insertOnce(ctx, jobs, plain)
 		if err = transient(err); !errors.Is(err, queue.ErrRolledBack) || attempt == insertAttempts || !pauseBeforeRetry(ctx, attempt) {
 			break
 		}
@@ -103,6 +96,42 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 	}
 	s.wake.broadcast()
 	return nil
+}
+
+// patientAbove is the size of a batch's rows over which its connection
+// goes without the TCP user timeout (patient) while it is sent: a batch
+// that waits for a lock (a job of an import in progress with the same id
+// or unique key) while more of it is still to be sent closes the server's
+// receive window, which the timeout would take for a lost connection. A
+// smaller batch fits in the sockets' buffers.
+const patientAbove = 64 << 10
+
+// insertOnce makes InsertJobs' transaction once.
+func (s *Store) insertOnce(ctx context.Context, jobs []*queue.Job, plain bool) error {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	if rowsSize(jobs) > patientAbove {
+		defer patient(c.Conn().PgConn().Conn(), s.userTimeout)()
+	}
+	if plain {
+		// A pipelined batch is one implicit transaction (it ends at the
+		// batch's one Sync): all or nothing, without BEGIN and COMMIT
+		// round trips.
+		return sendInserts(ctx, c, jobs, s.channel)
+	}
+	return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error { return s.insertShaped(ctx, tx, jobs) })
+}
+
+// rowsSize is about the bytes jobs take on the wire.
+func rowsSize(jobs []*queue.Job) int {
+	n := 0
+	for _, j := range jobs {
+		n += 256 + len(j.ID) + len(j.Command) + len(j.Dir) + len(j.UniqueKey) + queue.EnvSize(j.Env) + queue.EnvSize(j.Labels)
+	}
+	return n
 }
 
 // pauseBeforeRetry waits a short, random while before the attempt after

@@ -58,6 +58,27 @@ func TestStatementOnAPartitionedConnectionFails(t *testing.T) {
 // cut off by the TCP user timeout, though the server's receive window
 // stays closed for longer than it: the server is well, only waiting.
 func TestImportWaitingForALockOutlastsTheUserTimeout(t *testing.T) {
+	outlastsTheUserTimeout(t, func(s *postgres.Store, jobs []*queue.Job) error {
+		imp := beginImport(t, s)
+		if err := imp.Stage(tctx(t), jobs); err != nil {
+			return err
+		}
+		return imp.Commit(tctx(t))
+	})
+}
+
+// So is a large batch of InsertJobs, an import's jobs sent at once (a
+// small one fits in the sockets' buffers).
+func TestLargeBatchWaitingForALockOutlastsTheUserTimeout(t *testing.T) {
+	outlastsTheUserTimeout(t, func(s *postgres.Store, jobs []*queue.Job) error {
+		return s.InsertJobs(tctx(t), jobs)
+	})
+}
+
+// outlastsTheUserTimeout stores, with store, far more jobs than the
+// socket buffers hold, the first of which waits for a lock held for six
+// TCP user timeouts, and checks that they are stored once it is released.
+func outlastsTheUserTimeout(t *testing.T, store func(*postgres.Store, []*queue.Job) error) {
 	schema, u := newSchema(t)
 	t.Cleanup(func() { checkJobTotals(t, schema) })
 	holder := open(t, u)
@@ -74,18 +95,15 @@ func TestImportWaitingForALockOutlastsTheUserTimeout(t *testing.T) {
 	if err := first.Stage(tctx(t), nil); err != nil { // waits for its COPY
 		t.Fatal(err)
 	}
-	// Far more than the socket buffers hold: the window closes.
 	long := strings.Repeat("x", 2000)
 	jobs := []*queue.Job{keyed(t, "x", "", "")}
 	for i := range 10_000 {
 		jobs = append(jobs, keyed(t, "j"+strconv.Itoa(i), "", "echo "+long))
 	}
-	second := beginImport(t, s)
-	if err := second.Stage(tctx(t), jobs); err != nil {
-		t.Fatal(err)
-	}
+	stored := make(chan error, 1)
+	go func() { stored <- store(s, jobs) }()
 	watch := adminConn(t)
-	waitFor(t, "the second import's COPY to wait for x", 30*time.Second, func() bool {
+	waitFor(t, "the jobs to wait for x", 30*time.Second, func() bool {
 		var n int
 		err := watch.QueryRow(tctx(t), `SELECT count(*) FROM pg_stat_activity
 			WHERE application_name = $1 AND wait_event_type = 'Lock'`, schema).Scan(&n)
@@ -97,8 +115,8 @@ func TestImportWaitingForALockOutlastsTheUserTimeout(t *testing.T) {
 	if err := first.Abort(tctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if err := second.Commit(tctx(t)); err != nil {
-		t.Fatalf("the import that waited for a lock: %v; want it committed", err)
+	if err := <-stored; err != nil {
+		t.Fatalf("jobs that waited for a lock: %v; want them stored", err)
 	}
 	if got, err := s.GetJob(tctx(t), "j9999"); err != nil || got.State != queue.StatePending {
 		t.Fatalf("j9999: %+v, %v", got, err)
