@@ -103,8 +103,9 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 // that waits for a lock (a job of an import in progress with the same id
 // or unique key) while more of it is still to be sent closes the server's
 // receive window, which the timeout would take for a lost connection. A
-// smaller batch fits in the sockets' buffers.
-const patientAbove = 64 << 10
+// smaller batch fits in the sockets' first buffers (16 KiB sent, about
+// 64 KiB of window).
+const patientAbove = 32 << 10
 
 // insertOnce makes InsertJobs' transaction once.
 func (s *Store) insertOnce(ctx context.Context, jobs []*queue.Job, plain bool) error {
