@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,18 @@ func testHistoryAndOutput(t *testing.T, open Opener) {
 	}
 	if _, err := s.Output(ctx(t), "nope", 0); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("missing job: %v", err)
+	}
+	// A job that has not run yet may; one cancelled before it ran never
+	// will, and the error says which.
+	insert(t, s, job(t, "p", nil))
+	if _, err := s.Output(ctx(t), "p", 0); !errors.Is(err, queue.ErrNotFound) || !strings.Contains(err.Error(), "no finished attempt yet") {
+		t.Fatalf("a pending job's output: %v", err)
+	}
+	if _, err := s.CancelJob(ctx(t), "p", t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Output(ctx(t), "p", 0); !errors.Is(err, queue.ErrNotFound) || !strings.Contains(err.Error(), `"p" is cancelled and never ran`) {
+		t.Fatalf("the output of a job cancelled before it ran: %v", err)
 	}
 }
 

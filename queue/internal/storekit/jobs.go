@@ -60,6 +60,10 @@ func NoOutput(ctx context.Context, getJob func(context.Context, string) (*queue.
 	if number > 0 {
 		return fmt.Errorf("job %q attempt %d: %w", id, number, queue.ErrNotFound)
 	}
+	if j.State.Finished() {
+		// Cancelled (or its dependencies ended) before it ran: it never will.
+		return fmt.Errorf("job %q is %s and never ran: it has no output: %w", id, j.State, queue.ErrNotFound)
+	}
 	return fmt.Errorf("job %q has no finished attempt yet: %w", id, queue.ErrNotFound)
 }
 
