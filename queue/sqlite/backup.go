@@ -43,8 +43,16 @@ func (s *Store) Backup(ctx context.Context, path string) error {
 	var db *sql.DB
 	if s.readOnly != nil {
 		db, err = openReadPool(ctx, s.path, false)
-	} else {
-		db, err = sql.Open("sqlite3", dsn(s.path, false))
+	} else if db, err = sql.Open("sqlite3", dsn(s.path, false)); err == nil {
+		// A store opened as it is has not touched the file yet. Where
+		// its -shm file cannot be created or grown (the database's own
+		// disk is full), it is read the way a read-only store reads it,
+		// and the copy may still go to another file system.
+		var n int
+		if qerr := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n); isFull(qerr) {
+			db.Close()
+			db, err = openReadPool(ctx, s.path, false)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("backup: %w", describe(err))

@@ -127,3 +127,32 @@ func TestBackupAsIsKeepsTheSchema(t *testing.T) {
 		}
 	}
 }
+
+// A database on a full disk is still copied elsewhere, as the command that
+// backs it up opens it (as it is): SQLite cannot create the -shm file there,
+// and the failure is the source's, not the copy's. Copying it away is what
+// an operator does before freeing space.
+func TestBackupOfADatabaseOnAFullDisk(t *testing.T) {
+	ctx := context.Background()
+	dir := testfs.Small(t, "4m")
+	path := filepath.Join(dir, "queue.db")
+	seed(t, path, 30).Close() // a clean close removes the -wal and -shm files
+	testfs.Fill(t, filepath.Join(dir, "filler"))
+	s, err := sqlite.OpenWith(ctx, path, sqlite.Options{MustExist: true, AsIs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if err := s.Backup(ctx, backup); err != nil {
+		t.Fatalf("backup of a database on a full disk to another one: %v", err)
+	}
+	b, err := sqlite.Open(ctx, backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if counts, err := b.CountJobs(ctx); err != nil || len(counts) != 1 || counts[0].N != 30 {
+		t.Fatalf("the backup's jobs: %+v, %v; want 30", counts, err)
+	}
+}
