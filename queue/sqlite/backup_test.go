@@ -156,3 +156,34 @@ func TestBackupOfADatabaseOnAFullDisk(t *testing.T) {
 		t.Fatalf("the backup's jobs: %+v, %v; want 30", counts, err)
 	}
 }
+
+// A database of an older schema that cannot be written (read-only media,
+// a copy kept without write permission) is backed up as it is, as one
+// that can be written is: backup applies no migration, so none is needed.
+func TestBackupAsIsOfAReadOnlyOlderSchema(t *testing.T) {
+	ctx := context.Background()
+	dir := testfs.Small(t, "4m")
+	old := filepath.Join(dir, "old.db")
+	if err := sqlite.MigrateTo(old, 11); err != nil {
+		t.Fatal(err)
+	}
+	testfs.ReadOnly(t, dir)
+	s, err := sqlite.OpenWith(ctx, old, sqlite.Options{MustExist: true, AsIs: true})
+	if err != nil {
+		t.Fatalf("open a read-only database of schema 11 as it is: %v", err)
+	}
+	defer s.Close()
+	copyPath := filepath.Join(t.TempDir(), "copy.db")
+	if err := s.Backup(ctx, copyPath); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sqlite.OpenRaw(copyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var v int
+	if err := raw.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 11 {
+		t.Fatalf("the copy's schema version %d, %v; want 11, as it was", v, err)
+	}
+}

@@ -64,14 +64,18 @@ func writable(path string) bool {
 }
 
 // openReadOnly opens the database at abs for reading only; writes fail
-// with why.
-func openReadOnly(ctx context.Context, abs string, why error) (*Store, error) {
+// with why. asIs (Options.AsIs, a backup) takes the schema as it is, as
+// a writable store opened so does: a copy needs no upgrade.
+func openReadOnly(ctx context.Context, abs string, why error, asIs bool) (*Store, error) {
 	db, err := openReadPool(ctx, abs, true)
 	if err != nil {
 		return nil, fmt.Errorf("open %s read-only: %w", abs, describe(err))
 	}
 	s := &Store{path: abs, walPath: walPath(abs), readOnly: why, readDB: db, stmts: map[string]*sql.Stmt{}, syncFile: syncData, wake: newWaker(abs+"-wake", abs),
 		events: newWaker(abs+"-events", abs)}
+	if asIs {
+		return s, nil
+	}
 	if err := checkVersion(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s read-only: %w", abs, err)

@@ -75,7 +75,7 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 		return nil, err
 	}
 	if !writable(abs) {
-		return openReadOnly(ctx, abs, errReadOnly)
+		return openReadOnly(ctx, abs, errReadOnly, o.AsIs)
 	}
 	// The writer waits for the lock in write, not in SQLite's busy handler.
 	// It reads pages with pread, not through a memory map: after another
@@ -113,7 +113,7 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 		s.lock.close()
 		if isFull(err) {
 			// No room for the -shm file or the migration: still readable.
-			return openReadOnly(ctx, abs, errDiskFull)
+			return openReadOnly(ctx, abs, errDiskFull, o.AsIs)
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
