@@ -251,8 +251,9 @@ func (a *app) migrateCmd() *cobra.Command {
 With --to URL: copy every job with its history and captured output, the
 settings (config set), the declared queues and the recurring jobs from this
 database (e.g. the SQLite file) to the PostgreSQL database at URL, in one
-transaction. Stop workers and services first: a job that is running refuses
-the copy. The target must hold no jobs. Then point the services at URL
+transaction. Stop workers and services first: one still running on this
+database, or a job that is running, refuses the copy. The target must hold
+no jobs. Then point the services at URL
 (database = "postgres://…" in the file, or --db).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

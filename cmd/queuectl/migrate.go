@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/queuectl/queuectl/internal/supervise"
 	"github.com/queuectl/queuectl/queue"
 	"github.com/queuectl/queuectl/queue/postgres"
 	"github.com/queuectl/queuectl/queue/sqlite"
@@ -39,6 +40,9 @@ func (a *app) migrateTo(cmd *cobra.Command, to string) error {
 		return err
 	}
 	defer src.Close()
+	if err := a.refuseLiveWorkers(ctx, src); err != nil {
+		return err
+	}
 	recs, attempts, err := readAllJobs(ctx, src)
 	if err != nil {
 		return err
@@ -68,6 +72,30 @@ func (a *app) migrateTo(cmd *cobra.Command, to string) error {
 	_, err = fmt.Fprintf(a.stdout, "copied %d job(s) with %d attempt(s), %d setting(s), %d queue(s) and %d recurring job(s) to %s\n",
 		len(recs), attempts, settings, queues, templates, redactDSN(to))
 	return err
+}
+
+// refuseLiveWorkers stops the copy while a worker or service still runs
+// on the source, busy or idle: it would go on claiming the copied pending
+// jobs (and firing the copied recurring jobs) there, so that they also run
+// on PostgreSQL once its workers start. A worker that is gone does not
+// count (its running jobs refuse the copy on their own).
+func (a *app) refuseLiveWorkers(ctx context.Context, st queue.Store) error {
+	ws, err := st.ListWorkers(ctx)
+	if err != nil {
+		return err
+	}
+	now, err := supervise.HeartbeatNow(ctx, st, a.now())
+	if err != nil {
+		return err
+	}
+	host := a.hostName()
+	for _, w := range ws {
+		if supervise.Alive(w, host, now) {
+			return fmt.Errorf("migrate: %s %d on %s is running on the source; stop the workers and services first (queuectl worker stop)",
+				w.Kind(), w.PID, printable(w.Host))
+		}
+	}
+	return nil
 }
 
 // readAllJobs reads every job, oldest first, with its history and outputs.

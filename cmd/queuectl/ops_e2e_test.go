@@ -493,6 +493,29 @@ func TestE2EMigrateToPostgresKeepsPausedQueueHeldForWaitingWorkers(t *testing.T)
 	}
 }
 
+// A worker still running on the source, even idle, refuses the copy: it
+// would claim the copied pending jobs there too, and they would run twice,
+// once on each database. Nothing is copied; once it is stopped the copy
+// goes through.
+func TestE2EMigrateToPostgresRefusesWhileAWorkerRuns(t *testing.T) {
+	_, pg := newPGSchema(t)
+	c := newCLI(t)
+	c.ok("worker", "start")
+	c.ok("enqueue", "--id", "soon", "--command", "true", "--run-at", "+1h")
+	_, errOut, code := c.run("migrate", "--to", pg)
+	if code != 1 || !strings.Contains(errOut, "is running on the source; stop the workers and services first") ||
+		strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+		t.Fatalf("migrate --to with a worker running on the source: exit %d, %q; want exit 1 naming it", code, errOut)
+	}
+	if got := c.ok("--db", pg, "list"); strings.Contains(got, "soon") {
+		t.Fatalf("a refused copy stored jobs:\n%s", got)
+	}
+	c.ok("worker", "stop")
+	if out := c.ok("migrate", "--to", pg); !strings.Contains(out, "copied 1 job(s)") {
+		t.Fatalf("migrate after the worker stopped: %q", out)
+	}
+}
+
 // TestE2ESmallThings: what a newcomer trips on. list --json can be fed
 // back to enqueue --file; status and stats name the total row alike; config
 // get and show write "no timeout" alike; show --json has scheduled_at.
