@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -44,6 +45,10 @@ func (a *app) migrateTo(cmd *cobra.Command, to string) error {
 		return err
 	}
 	recs, attempts, err := readAllJobs(ctx, src)
+	var running *runningJobError
+	if errors.As(err, &running) {
+		return a.explainRunning(ctx, src, running)
+	}
 	if err != nil {
 		return err
 	}
@@ -98,6 +103,36 @@ func (a *app) refuseLiveWorkers(ctx context.Context, st queue.Store) error {
 	return nil
 }
 
+// runningJobError is readAllJobs' refusal of a job in processing.
+type runningJobError struct{ job, worker string }
+
+func (e *runningJobError) Error() string {
+	return fmt.Sprintf("migrate: job %q is running; stop the workers and services first (queuectl worker stop)", e.job)
+}
+
+// explainRunning is the refusal of a running job. When the worker holding
+// it is gone (killed, crashed, its host lost), stopping workers does not
+// help: the job stays processing until a worker rescues it, so the error
+// says to let one do so first.
+func (a *app) explainRunning(ctx context.Context, st queue.Store, e *runningJobError) error {
+	ws, err := st.ListWorkers(ctx)
+	if err != nil {
+		return e
+	}
+	now, err := supervise.HeartbeatNow(ctx, st, a.now())
+	if err != nil {
+		return e
+	}
+	host := a.hostName()
+	for _, w := range ws {
+		if w.ID == e.worker && supervise.Alive(w, host, now) {
+			return e
+		}
+	}
+	return fmt.Errorf("migrate: job %q is marked running by worker %s, which is gone; let a worker rescue it first (queuectl worker start, then queuectl worker stop)",
+		e.job, printable(e.worker))
+}
+
 // readAllJobs reads every job, oldest first, with its history and outputs.
 // A running job stops the copy: its outcome would be lost.
 func readAllJobs(ctx context.Context, st queue.Store) ([]queue.JobRecord, int, error) {
@@ -110,7 +145,7 @@ func readAllJobs(ctx context.Context, st queue.Store) ([]queue.JobRecord, int, e
 	attempts := 0
 	for _, j := range jobs {
 		if j.State == queue.StateProcessing {
-			return nil, 0, fmt.Errorf("migrate: job %q is running; stop the workers and services first (queuectl worker stop)", j.ID)
+			return nil, 0, &runningJobError{job: j.ID, worker: j.Worker}
 		}
 		hist, err := st.Attempts(ctx, j.ID)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -513,6 +514,36 @@ func TestE2EMigrateToPostgresRefusesWhileAWorkerRuns(t *testing.T) {
 	c.ok("worker", "stop")
 	if out := c.ok("migrate", "--to", pg); !strings.Contains(out, "copied 1 job(s)") {
 		t.Fatalf("migrate after the worker stopped: %q", out)
+	}
+}
+
+// A job left processing by a worker that was killed refuses the copy, but
+// stopping workers cannot help (none runs): the error says its worker is
+// gone and how to have the job rescued, and the copy goes through after.
+func TestE2EMigrateToPostgresNamesAGoneWorkersJob(t *testing.T) {
+	_, pg := newPGSchema(t)
+	c := newCLI(t)
+	started := filepath.Join(c.home, "started")
+	c.ok("enqueue", "--id", "orphan", "--command", "touch "+started+"; sleep 2")
+	pid, _ := strconv.Atoi(strings.TrimSpace(c.ok("worker", "start")))
+	waitFor(t, "the job to start", 20*time.Second, func() bool {
+		_, err := os.Stat(started)
+		return err == nil
+	})
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the worker to die", 10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil })
+	_, errOut, code := c.run("migrate", "--to", pg)
+	if code != 1 || !strings.Contains(errOut, `job "orphan" is marked running by worker `) ||
+		!strings.Contains(errOut, "which is gone; let a worker rescue it first (queuectl worker start, then queuectl worker stop)") {
+		t.Fatalf("migrate --to with a gone worker's job: exit %d, %q", code, errOut)
+	}
+	c.ok("worker", "start")
+	c.waitState("orphan", "completed", 30*time.Second)
+	c.ok("worker", "stop")
+	if out := c.ok("migrate", "--to", pg); !strings.Contains(out, "copied 1 job(s)") {
+		t.Fatalf("migrate after the rescue: %q", out)
 	}
 }
 
