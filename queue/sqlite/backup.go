@@ -76,7 +76,10 @@ func (s *Store) Backup(ctx context.Context, path string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
-	if err := os.Link(tmpPath, abs); err != nil { // fails if path appeared meanwhile
+	if err := os.Link(tmpPath, abs); errors.Is(err, os.ErrExist) {
+		// Created meanwhile (another backup to the same name): left alone.
+		return fmt.Errorf("backup: %s exists; choose a new file", path)
+	} else if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
 	return syncFile(filepath.Dir(abs))
