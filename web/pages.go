@@ -161,10 +161,14 @@ func (s *Server) action(fn actionFunc) http.Handler {
 // It must parse as a URL without scheme or host: a browser drops tabs and
 // line breaks from a Location, so "/\t/evil.example" would lead off the
 // site, and an action's redirect adds its message to the parsed target.
+// Its path holds no backslash: http.Redirect cleans the path, turning
+// "/./\\evil.example" into "/\\evil.example", which browsers read as
+// "//evil.example", another site.
 func safeNext(next string) string {
 	u, err := url.Parse(next)
+	path, _, _ := strings.Cut(next, "?")
 	if err != nil || u.Scheme != "" || u.Host != "" ||
-		!strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		!strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(path, "\\") {
 		return "/"
 	}
 	return next

@@ -439,7 +439,8 @@ func TestScheduledJobsShowAsScheduled(t *testing.T) {
 func TestRedirectTargetsStayOnSite(t *testing.T) {
 	h := tokens(t)
 	form := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
-	for _, next := range []string{"/\t/evil.example", "/\n/evil.example", "/\r\n/evil.example", "/%zz", "https://evil.example/", "//evil.example"} {
+	for _, next := range []string{"/\t/evil.example", "/\n/evil.example", "/\r\n/evil.example", "/%zz", "https://evil.example/", "//evil.example",
+		"/\\evil.example", "/./\\evil.example", "/jobs/../\\evil.example", "/.\\/evil.example"} {
 		rec := h.must(req{method: "POST", path: "/login", body: url.Values{"token": {adminToken}, "next": {next}}.Encode(), header: form},
 			http.StatusSeeOther)
 		if loc := rec.Header().Get("Location"); loc != "/" {
@@ -449,7 +450,7 @@ func TestRedirectTargetsStayOnSite(t *testing.T) {
 	h.enqueue(`{"id":"p","command":"true"}`)
 	c := h.signIn(adminToken)
 	_, csrf := h.page("/workers", c)
-	for _, back := range []string{"/\t/evil.example", "/%zz"} {
+	for _, back := range []string{"/\t/evil.example", "/%zz", "/./\\evil.example"} {
 		rec := h.must(req{method: "POST", path: "/queues/default/pause", body: url.Values{"csrf": {csrf}, "back": {back}}.Encode(),
 			cookies: []*http.Cookie{c}, header: form}, http.StatusSeeOther)
 		if loc := rec.Header().Get("Location"); loc != "/?done=queue_paused" {
