@@ -352,7 +352,7 @@ func (s *Server) apiDiscard(_ http.ResponseWriter, r *http.Request) (any, error)
 
 // apiDLQRetry retries every dead job, or those of ?queue=NAME.
 func (s *Server) apiDLQRetry(_ http.ResponseWriter, r *http.Request) (any, error) {
-	q, err := dlqQueue(r.URL.Query())
+	q, err := dlqQueue(r)
 	if err != nil {
 		return nil, err
 	}
@@ -362,7 +362,7 @@ func (s *Server) apiDLQRetry(_ http.ResponseWriter, r *http.Request) (any, error
 
 // apiDLQDiscard deletes every dead job, or those of ?queue=NAME.
 func (s *Server) apiDLQDiscard(_ http.ResponseWriter, r *http.Request) (any, error) {
-	q, err := dlqQueue(r.URL.Query())
+	q, err := dlqQueue(r)
 	if err != nil {
 		return nil, err
 	}
@@ -375,8 +375,19 @@ func (s *Server) apiDLQDiscard(_ http.ResponseWriter, r *http.Request) (any, err
 // filter that cannot be what the caller meant is refused rather than
 // dropped: a parameter of another name (?Queue=, ?queu=), an empty
 // queue= (?queue=$QUEUE with the variable unset), the queue given twice,
-// or a name no queue can have.
-func dlqQueue(q url.Values) (string, error) {
+// or a name no queue can have. So is a body (other than an empty one or
+// {}): the filter is a query parameter, and a body's queue=NAME (the
+// field the dashboard's form posts) or {"queue": "NAME"} would otherwise
+// be dropped unread.
+func dlqQueue(r *http.Request) (string, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	if err != nil {
+		return "", err
+	}
+	if b := strings.TrimSpace(string(body)); b != "" && b != "{}" {
+		return "", invalidField("body", "a body is not read here: give the queue as ?queue=NAME, or leave it out for every queue")
+	}
+	q := r.URL.Query()
 	for name := range q {
 		if name != "queue" {
 			return "", invalidField(name, "unknown parameter %q: the only one is queue", name)

@@ -301,10 +301,21 @@ func TestActionsOnJobs(t *testing.T) {
 					}
 				}
 			}
+			// Nor is a filter in the body dropped: the dashboard's form
+			// posts queue=NAME, and a client copying it must not act on
+			// every queue.
+			for _, body := range []string{"queue=b", `{"queue":"b"}`} {
+				for _, action := range []string{"retry", "discard"} {
+					rec := h.must(req{method: "POST", path: "/api/v1/dlq/" + action, body: body, token: adminToken}, http.StatusBadRequest)
+					if e := errCode(t, rec); e.Code != codeInvalid || e.Field != "body" {
+						t.Errorf("dlq %s with body %s: %+v, want invalid naming body", action, body, e)
+					}
+				}
+			}
 			if j, _ := h.store.GetJob(context.Background(), "d1"); j.State != queue.StateDead {
 				t.Errorf("a refused DLQ action changed d1: %s", j.State)
 			}
-			got = decode[idsResult](t, h.must(req{method: "POST", path: "/api/v1/dlq/retry", token: adminToken}, http.StatusOK))
+			got = decode[idsResult](t, h.must(req{method: "POST", path: "/api/v1/dlq/retry", body: "{}\n", token: adminToken}, http.StatusOK))
 			if strings.Join(got.IDs, " ") != "d1" {
 				t.Errorf("retry the whole DLQ: %v", got.IDs)
 			}
