@@ -108,6 +108,25 @@ func listParams(q url.Values, now time.Time) (queue.ListParams, error) {
 	return p, nil
 }
 
+// listFilterNames refuses a parameter the list does not take, and one
+// of its single-valued ones given twice: dropped, ?stat=dead or
+// ?Queue=reports would answer every job, which a script then retries or
+// discards one by one. (The dashboard's page keeps its own parameters.)
+func listFilterNames(q url.Values) error {
+	for name, v := range q {
+		switch name {
+		case "label":
+		case "state", "queue", "q", "limit", "after":
+			if len(v) > 1 {
+				return invalidField(name, "%s is given %d times: give it once", name, len(v))
+			}
+		default:
+			return invalidField(name, "unknown parameter %q: the list takes state, queue, q, label, limit and after", name)
+		}
+	}
+	return nil
+}
+
 // listJobs returns a page of jobs and the cursor of the next page ("" on
 // the last page).
 func (s *Server) listJobs(ctx context.Context, p queue.ListParams) ([]*queue.Job, string, error) {
@@ -130,6 +149,9 @@ func (s *Server) listJobs(ctx context.Context, p queue.ListParams) ([]*queue.Job
 // apiListJobs answers the same array as `queuectl list --json`; the next
 // page's URL is in the Link header (rel="next").
 func (s *Server) apiListJobs(w http.ResponseWriter, r *http.Request) (any, error) {
+	if err := listFilterNames(r.URL.Query()); err != nil {
+		return nil, err
+	}
 	p, err := listParams(r.URL.Query(), s.now())
 	if err != nil {
 		return nil, err

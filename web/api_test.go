@@ -227,7 +227,7 @@ func TestJobListFiltersAndPagesStably(t *testing.T) {
 				t.Errorf("an empty label filter is not no filter: %q", got)
 			}
 			for _, q := range []string{"state=sleeping", "limit=0", "limit=501", "after=nope", "label=mod", labels(queue.MaxLabels + 1), labels(1000),
-				"label=mod%3Dm0&label=mod%3Dm1"} {
+				"label=mod%3Dm0&label=mod%3Dm1", "stat=dead", "Queue=q0", "queue=q0&queue=q1", "state=dead&state=pending", "limit=1&limit=2"} {
 				if e := errCode(t, h.must(req{path: "/api/v1/jobs?" + q, token: viewerToken}, http.StatusBadRequest)); e.Code != codeInvalid || e.Field == "" {
 					t.Errorf("%s: %+v", q, e)
 				}
