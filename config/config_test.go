@@ -630,6 +630,10 @@ func TestValueErrors(t *testing.T) {
 		{"command too long", "job \"j\" {\n  schedule = \"@daily\"\n  command  = \"" + strings.Repeat("x", 128<<10) + "\"\n}", "Invalid command"},
 		{"env entry too long", job(`env = { A = "` + strings.Repeat("x", 128<<10-2) + `" }`), "Invalid environment variable value"},
 		{"env too large in all", job(`env = { ` + bigEnv(9) + ` }`), "Invalid environment"},
+		// HCL keeps the last of two keys: the reader of the file who sees
+		// the first would be misled.
+		{"env key given twice", job(`env = { A = "1", B = "x", A = "2" }`), "Duplicate key"},
+		{"env key given twice, once quoted", job(`env = { PATH = "/bin", "PATH" = "/tmp" }`), "Duplicate key"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 )
@@ -144,6 +145,13 @@ func (d *decoder) duration(attr *hcl.Attribute) (time.Duration, bool) {
 }
 
 func (d *decoder) stringMap(attr *hcl.Attribute) (map[string]string, bool) {
+	if key, rng, dup := duplicateKey(attr.Expr, d.ctx); dup {
+		// HCL keeps the last of two: a reader of the file who sees the
+		// first would be misled about what the job gets.
+		d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate key",
+			Detail: fmt.Sprintf("The key %q is given twice; give it once.", key), Subject: rng.Ptr()})
+		return nil, false
+	}
 	v, ok := d.eval(attr, d.ctx, cty.Map(cty.String))
 	if !ok {
 		return nil, false
@@ -210,4 +218,29 @@ func (d *decoder) errorAt(rng hcl.Range, summary, detail string) {
 // pos formats the start of a range as "file:line,column".
 func pos(r hcl.Range) string {
 	return fmt.Sprintf("%s:%d,%d", r.Filename, r.Start.Line, r.Start.Column)
+}
+
+// duplicateKey finds a key an object written in the file ({ A = "1", A =
+// "2" }) gives twice, and the range of its second use.
+func duplicateKey(expr hcl.Expression, ctx *hcl.EvalContext) (string, hcl.Range, bool) {
+	obj, ok := expr.(*hclsyntax.ObjectConsExpr)
+	if !ok {
+		return "", hcl.Range{}, false
+	}
+	seen := map[string]bool{}
+	for _, item := range obj.Items {
+		k, diags := item.KeyExpr.Value(ctx)
+		if diags.HasErrors() || !k.IsWhollyKnown() || k.IsNull() {
+			continue // reported when the object is evaluated
+		}
+		k, err := convert.Convert(k, cty.String)
+		if err != nil {
+			continue
+		}
+		if seen[k.AsString()] {
+			return k.AsString(), item.KeyExpr.Range(), true
+		}
+		seen[k.AsString()] = true
+	}
+	return "", hcl.Range{}, false
 }
