@@ -75,10 +75,15 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, busyOut *atomic.Int32, wak
 		mu.Lock()
 		free := l.Slots - busy
 		mu.Unlock()
-		if l.Held != nil {
-			free -= l.Held()
-		}
 		wait := s.poll
+		if l.Held != nil {
+			if held := l.Held(); held > 0 {
+				free -= held
+				// Slots held elsewhere free without a word to this
+				// lane: look again soon rather than at the next poll.
+				wait = min(wait, heldRecheck)
+			}
+		}
 		if free > 0 {
 			claimedAt := s.clock.Now()
 			jobs, sent, err := s.claim(ctx, l, free, due)

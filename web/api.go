@@ -402,11 +402,12 @@ func (s *Server) apiDLQDiscard(_ http.ResponseWriter, r *http.Request) (any, err
 // field the dashboard's form posts) or {"queue": "NAME"} would otherwise
 // be dropped unread.
 func dlqQueue(r *http.Request) (string, error) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	const most = 64 << 10
+	body, err := io.ReadAll(io.LimitReader(r.Body, most+1))
 	if err != nil {
 		return "", err
 	}
-	if b := strings.TrimSpace(string(body)); b != "" && b != "{}" {
+	if b := strings.TrimSpace(string(body)); len(body) > most || b != "" && b != "{}" {
 		return "", invalidField("body", "a body is not read here: give the queue as ?queue=NAME, or leave it out for every queue")
 	}
 	q := r.URL.Query()

@@ -95,10 +95,18 @@ func (a *app) refuseLiveWorkers(ctx context.Context, st queue.Store) error {
 	}
 	host := a.hostName()
 	for _, w := range ws {
-		if supervise.Alive(w, host, now) {
-			return fmt.Errorf("migrate: %s %d on %s is running on the source; stop the workers and services first (queuectl worker stop)",
-				w.Kind(), w.PID, printable(w.Host))
+		if !supervise.Alive(w, host, now) {
+			continue
 		}
+		how := "queuectl worker stop"
+		switch {
+		case w.Service:
+			how = "SIGTERM or its service manager; worker stop leaves services alone"
+		case w.Host != host:
+			how = "queuectl worker stop --all-hosts, or worker stop on that host"
+		}
+		return fmt.Errorf("migrate: %s %d on %s is running on the source; stop it first (%s)",
+			w.Kind(), w.PID, printable(w.Host), how)
 	}
 	return nil
 }
@@ -129,7 +137,8 @@ func (a *app) explainRunning(ctx context.Context, st queue.Store, e *runningJobE
 			return e
 		}
 	}
-	return fmt.Errorf("migrate: job %q is marked running by worker %s, which is gone; let a worker rescue it first (queuectl worker start, then queuectl worker stop)",
+	return fmt.Errorf("migrate: job %q is marked running by worker %s, which is gone; let a worker rescue it first "+
+		"(queuectl worker start, then worker stop once the job is no longer processing: at once for a worker of this host, after its lease for another host's)",
 		e.job, printable(e.worker))
 }
 

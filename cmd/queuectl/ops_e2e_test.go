@@ -504,7 +504,7 @@ func TestE2EMigrateToPostgresRefusesWhileAWorkerRuns(t *testing.T) {
 	c.ok("worker", "start")
 	c.ok("enqueue", "--id", "soon", "--command", "true", "--run-at", "+1h")
 	_, errOut, code := c.run("migrate", "--to", pg)
-	if code != 1 || !strings.Contains(errOut, "is running on the source; stop the workers and services first") ||
+	if code != 1 || !strings.Contains(errOut, "is running on the source; stop it first (queuectl worker stop)") ||
 		strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 		t.Fatalf("migrate --to with a worker running on the source: exit %d, %q; want exit 1 naming it", code, errOut)
 	}
@@ -536,7 +536,7 @@ func TestE2EMigrateToPostgresNamesAGoneWorkersJob(t *testing.T) {
 	waitFor(t, "the worker to die", 10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil })
 	_, errOut, code := c.run("migrate", "--to", pg)
 	if code != 1 || !strings.Contains(errOut, `job "orphan" is marked running by worker `) ||
-		!strings.Contains(errOut, "which is gone; let a worker rescue it first (queuectl worker start, then queuectl worker stop)") {
+		!strings.Contains(errOut, "which is gone; let a worker rescue it first (queuectl worker start, then worker stop once the job is no longer processing") {
 		t.Fatalf("migrate --to with a gone worker's job: exit %d, %q", code, errOut)
 	}
 	c.ok("worker", "start")

@@ -390,18 +390,13 @@ func (s *service) apply(ctx context.Context, f *config.File) (overridden []strin
 	}
 	if old == nil {
 		ready.Store(true)
-	} else {
-		s.draining.add(old)
 	}
 	eng := queue.NewEngine(s.st, shellRunner{executor.New(executor.Config{KillGrace: s.o.kill}), jobDBEnv(s.dsn)}, queue.EngineConfig{
 		Lanes: ls, Lease: s.o.lease, Log: s.log, Retry: s.o.retry, Host: s.a.hostName(), Processes: proc.Host{},
 		Service: true, // worker stop leaves it alone
 	})
 	if err := eng.Start(ctx); err != nil {
-		if old != nil {
-			s.draining.remove(old) // it keeps working
-		}
-		return nil, err
+		return nil, err // the old engine keeps working
 	}
 	if old != nil {
 		s.log.Info().Msg("queues changed: new worker slots started; the old ones finish their running jobs")
@@ -411,6 +406,9 @@ func (s *service) apply(ctx context.Context, f *config.File) (overridden []strin
 		go func() { old.StopClaiming(); close(claiming) }()
 		select {
 		case <-claiming:
+			// Counted only now: its own lanes, still claiming until
+			// then, would have counted its jobs twice.
+			s.draining.add(old)
 			ready.Store(true)
 			eng.Wake()
 		case <-ctx.Done(): // stopping: the new engine never needs to claim
