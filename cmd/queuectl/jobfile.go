@@ -130,28 +130,52 @@ func openLineIsBlank(br *bufio.Reader) bool {
 // eachObject reads JSON objects printed over several lines, one after
 // another (the output of show --json), an object at a time.
 func eachObject(r io.Reader, path string, fn func(where string, b []byte) error) error {
-	lr := &itemLimitReader{r: r} // as for an array's items
-	dec := json.NewDecoder(lr)
+	dec := newItemDecoder(r)
 	for item := 1; ; item++ {
-		var raw json.RawMessage
-		lr.limit = dec.InputOffset() + maxJobLine + itemSlack
-		err := dec.Decode(&raw)
+		where := "object " + strconv.Itoa(item)
+		raw, err := dec.next(path, where)
 		if err == io.EOF {
 			return nil
 		}
-		if errors.Is(err, errLineTooLong) {
-			return usagef("enqueue: %s object %d is longer than the limit of %d MiB", path, item, maxJobLine>>20)
-		}
 		if err != nil {
-			return usageError{fmt.Errorf("enqueue: %s object %d: invalid JSON: %w", path, item, err)}
+			return err
 		}
-		if len(raw) > maxJobLine {
-			return usagef("enqueue: %s object %d is longer than the limit of %d MiB", path, item, maxJobLine>>20)
-		}
-		if err := fn("object "+strconv.Itoa(item), raw); err != nil {
+		if err := fn(where, raw); err != nil {
 			return err
 		}
 	}
+}
+
+// itemDecoder decodes the values of a file of jobs (an array's items, or
+// objects one after another) one at a time, each at most maxJobLine bytes.
+// The decoder reads a whole value before it can be measured: its reader
+// stops it a little past the limit, so that a value of a gigabyte is
+// refused without being held in memory.
+type itemDecoder struct {
+	*json.Decoder
+	lr *itemLimitReader
+}
+
+func newItemDecoder(r io.Reader) itemDecoder {
+	lr := &itemLimitReader{r: r}
+	return itemDecoder{json.NewDecoder(lr), lr}
+}
+
+// next decodes the next value, named where in errors ("item 3"); io.EOF
+// when there is none.
+func (d itemDecoder) next(path, where string) (json.RawMessage, error) {
+	var raw json.RawMessage
+	d.lr.limit = d.InputOffset() + maxJobLine + itemSlack
+	err := d.Decode(&raw)
+	switch {
+	case err == io.EOF:
+		return nil, err
+	case errors.Is(err, errLineTooLong), err == nil && len(raw) > maxJobLine:
+		return nil, usagef("enqueue: %s %s is longer than the limit of %d MiB", path, where, maxJobLine>>20)
+	case err != nil:
+		return nil, usageError{fmt.Errorf("enqueue: %s %s: invalid JSON: %w", path, where, err)}
+	}
+	return raw, nil
 }
 
 // itemSlack is how far past an item's limit its reader lets the decoder
@@ -180,28 +204,20 @@ func (l *itemLimitReader) Read(p []byte) (int, error) {
 
 // eachArrayItem reads one JSON array of job objects, an item at a time.
 func eachArrayItem(r io.Reader, path string, fn func(where string, b []byte) error) error {
-	// The decoder reads a whole item before it can be measured: the
-	// reader stops it a little past the limit, so that an item of a
-	// gigabyte is refused without being held in memory.
-	lr := &itemLimitReader{r: r}
-	dec := json.NewDecoder(lr)
+	dec := newItemDecoder(r)
 	if _, err := dec.Token(); err != nil {
 		return usageError{fmt.Errorf("enqueue: %s: invalid JSON array: %w", path, err)}
 	}
 	for item := 1; dec.More(); item++ {
-		var raw json.RawMessage
-		lr.limit = dec.InputOffset() + maxJobLine + itemSlack
-		err := dec.Decode(&raw)
-		if errors.Is(err, errLineTooLong) {
-			return usagef("enqueue: %s item %d is longer than the limit of %d MiB", path, item, maxJobLine>>20)
+		where := "item " + strconv.Itoa(item)
+		raw, err := dec.next(path, where)
+		if err == io.EOF { // More saw a value coming
+			err = usageError{fmt.Errorf("enqueue: %s %s: invalid JSON: %w", path, where, io.ErrUnexpectedEOF)}
 		}
 		if err != nil {
-			return usageError{fmt.Errorf("enqueue: %s item %d: invalid JSON: %w", path, item, err)}
+			return err
 		}
-		if len(raw) > maxJobLine {
-			return usagef("enqueue: %s item %d is longer than the limit of %d MiB", path, item, maxJobLine>>20)
-		}
-		if err := fn("item "+strconv.Itoa(item), raw); err != nil {
+		if err := fn(where, raw); err != nil {
 			return err
 		}
 	}
