@@ -85,30 +85,36 @@ func (a *app) migrateTo(cmd *cobra.Command, to string) error {
 // on PostgreSQL once its workers start. A worker that is gone does not
 // count (its running jobs refuse the copy on their own).
 func (a *app) refuseLiveWorkers(ctx context.Context, st queue.Store) error {
+	live, err := a.liveWorkers(ctx, st)
+	if err != nil || len(live) == 0 {
+		return err
+	}
+	w := live[0]
+	how := "queuectl worker stop"
+	switch {
+	case w.Service:
+		how = "SIGTERM or its service manager; worker stop leaves services alone"
+	case w.Host != a.hostName():
+		how = "queuectl worker stop --all-hosts, or worker stop on that host"
+	}
+	return fmt.Errorf("migrate: %s %d on %s is running on the source; stop it first (%s)",
+		w.Kind(), w.PID, printable(w.Host), how)
+}
+
+// liveWorkers are the registered workers and services that still run
+// (supervise.Alive): a killed one stays registered until another
+// unregisters it.
+func (a *app) liveWorkers(ctx context.Context, st queue.Store) ([]*queue.WorkerInfo, error) {
 	ws, err := st.ListWorkers(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	now, err := supervise.HeartbeatNow(ctx, st, a.now())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	host := a.hostName()
-	for _, w := range ws {
-		if !supervise.Alive(w, host, now) {
-			continue
-		}
-		how := "queuectl worker stop"
-		switch {
-		case w.Service:
-			how = "SIGTERM or its service manager; worker stop leaves services alone"
-		case w.Host != host:
-			how = "queuectl worker stop --all-hosts, or worker stop on that host"
-		}
-		return fmt.Errorf("migrate: %s %d on %s is running on the source; stop it first (%s)",
-			w.Kind(), w.PID, printable(w.Host), how)
-	}
-	return nil
+	return slices.DeleteFunc(ws, func(w *queue.WorkerInfo) bool { return !supervise.Alive(w, host, now) }), nil
 }
 
 // runningJobError is readAllJobs' refusal of a job in processing.
@@ -123,19 +129,9 @@ func (e *runningJobError) Error() string {
 // help: the job stays processing until a worker rescues it, so the error
 // says to let one do so first.
 func (a *app) explainRunning(ctx context.Context, st queue.Store, e *runningJobError) error {
-	ws, err := st.ListWorkers(ctx)
-	if err != nil {
+	live, err := a.liveWorkers(ctx, st)
+	if err != nil || slices.ContainsFunc(live, func(w *queue.WorkerInfo) bool { return w.ID == e.worker }) {
 		return e
-	}
-	now, err := supervise.HeartbeatNow(ctx, st, a.now())
-	if err != nil {
-		return e
-	}
-	host := a.hostName()
-	for _, w := range ws {
-		if w.ID == e.worker && supervise.Alive(w, host, now) {
-			return e
-		}
 	}
 	return fmt.Errorf("migrate: job %q is marked running by worker %s, which is gone; let a worker rescue it first "+
 		"(queuectl worker start, then worker stop once the job is no longer processing: at once for a worker of this host, after its lease for another host's)",
