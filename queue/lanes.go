@@ -52,18 +52,13 @@ func (s *slotLanes) Start() {
 // flight completes first). It is safe to call twice.
 func (s *slotLanes) Stop() { s.svc.stop() }
 
-func (s *slotLanes) loop(ctx context.Context, l Lane, busyOut *atomic.Int32, wake chan struct{}) {
+func (s *slotLanes) loop(ctx context.Context, l Lane, busy *atomic.Int32, wake chan struct{}) {
 	log := s.log.With().Str("lane", l.Name).Logger()
 	freed := make(chan struct{}, 1)
 	due := &dueFlag{count: &s.due}
 	defer due.stop()
-	var busy int
-	var mu sync.Mutex
-	busyNow := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return busy
-	}
+	var mu sync.Mutex // guards pace
+	busyNow := func() int { return int(busy.Load()) }
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	failures := 0
@@ -72,9 +67,7 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, busyOut *atomic.Int32, wak
 		if ctx.Err() != nil {
 			return
 		}
-		mu.Lock()
-		free := l.Slots - busy
-		mu.Unlock()
+		free := l.Slots - busyNow()
 		wait := s.poll
 		if l.Held != nil {
 			if held := l.Held(); held > 0 {
@@ -100,18 +93,13 @@ func (s *slotLanes) loop(ctx context.Context, l Lane, busyOut *atomic.Int32, wak
 				pace.claimed(time.Since(sent))
 				mu.Unlock()
 				for _, j := range jobs {
-					mu.Lock()
-					busy++
-					busyOut.Add(1)
-					mu.Unlock()
+					busy.Add(1)
 					launched := time.Now()
 					s.launch(j, sent, func() {
 						ran := time.Since(launched)
 						mu.Lock()
-						busy--
-						busyOut.Add(-1)
 						pace.ran(ran)
-						if busy == 0 || pace.refillsAtOnce() {
+						if busy.Add(-1) == 0 || pace.refillsAtOnce() {
 							due.set() // and the poke below makes the lane claim
 						}
 						mu.Unlock()
