@@ -81,12 +81,13 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 	for _, j := range jobs {
 		plain = plain && storekit.Plain(j)
 	}
+	large := rowsSize(jobs) > patientAbove
 	var err error
 	for attempt := 1; ; attempt++ {
 		for _, j := range jobs {
 			j.ExistingID = "" // a rolled-back attempt may have set it
 		}
-		err = s.insertOnce(ctx, jobs, plain)
+		err = s.insertOnce(ctx, jobs, plain, large)
 		if err = transient(err); !errors.Is(err, queue.ErrRolledBack) || attempt == insertAttempts || !pauseBeforeRetry(ctx, attempt) {
 			break
 		}
@@ -107,14 +108,15 @@ func (s *Store) InsertJobs(ctx context.Context, jobs []*queue.Job) error {
 // 64 KiB of window).
 const patientAbove = 32 << 10
 
-// insertOnce makes InsertJobs' transaction once.
-func (s *Store) insertOnce(ctx context.Context, jobs []*queue.Job, plain bool) error {
+// insertOnce makes InsertJobs' transaction once; a large batch (over
+// patientAbove) is sent without the TCP user timeout.
+func (s *Store) insertOnce(ctx context.Context, jobs []*queue.Job, plain, large bool) error {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Release()
-	if rowsSize(jobs) > patientAbove {
+	if large {
 		defer patient(c.Conn().PgConn().Conn(), s.userTimeout)()
 	}
 	if plain {
