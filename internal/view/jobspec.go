@@ -1,7 +1,6 @@
 package view
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,13 +51,8 @@ func ParseJobJSON(b []byte, now time.Time) (queue.NewJob, error) {
 		return queue.NewJob{}, specErrorf("", "invalid job JSON: not valid UTF-8")
 	}
 	var s JobSpec
-	if e := DecodeObject(b, &s, JobFields); e != nil {
+	if e := DecodeObject(b, &s, JobFields, "env", "labels"); e != nil {
 		return queue.NewJob{}, specErrorf(e.Field, "invalid job JSON: %s", e.Msg)
-	}
-	if s.Env != nil || s.Labels != nil {
-		if e := checkStringObjects(b, "env", "labels"); e != nil {
-			return queue.NewJob{}, specErrorf(e.Field, "invalid job JSON: %s", e.Msg)
-		}
 	}
 	if s.Command == nil || strings.TrimSpace(*s.Command) == "" {
 		return queue.NewJob{}, specErrorf("command", `missing "command"`)
@@ -89,48 +83,6 @@ func ParseJobJSON(b []byte, now time.Time) (queue.NewJob, error) {
 		n.UniqueFor = d
 	}
 	return n, nil
-}
-
-// checkStringObjects checks the members named fields of the job object
-// b (valid JSON whose own names the decoder and CheckMembers accepted),
-// objects of strings: a key given twice is refused, as a field given twice
-// is (the decoder keeps the last value, so an env or a label read by one
-// tool would differ from what runs), and so is a null value, which the
-// decoder would silently store as an empty string.
-func checkStringObjects(b []byte, fields ...string) *SpecError {
-	var top map[string]json.RawMessage
-	if json.Unmarshal(b, &top) != nil {
-		return nil // the decoder accepted it: cannot happen
-	}
-	for _, field := range fields {
-		raw, ok := top[field]
-		if !ok || string(raw) == "null" {
-			continue
-		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-			continue // the decoder said what is wrong with it
-		}
-		seen := map[string]bool{}
-		for dec.More() {
-			tok, err := dec.Token()
-			if err != nil {
-				return nil
-			}
-			key, _ := tok.(string)
-			if seen[key] {
-				return &SpecError{Field: field, Msg: fmt.Sprintf("field %q has the key %q twice", field, key)}
-			}
-			seen[key] = true
-			if tok, err = dec.Token(); err != nil {
-				return nil
-			}
-			if tok == nil {
-				return &SpecError{Field: field, Msg: fmt.Sprintf("field %q must be an object of strings; the value of %q is null", field, key)}
-			}
-		}
-	}
-	return nil
 }
 
 // durationField reads a duration field of a job's JSON: a string such as

@@ -55,6 +55,8 @@ func FuzzJobJSON(f *testing.F) {
 		`{"command":"x","comm\u0061nd":"y"}`,
 		`{"command":"x\\\"}","env":{"command":"a","Command":"b"}}`,
 		`{"command":"x"}]`,
+		`{"command":"x","env":{"A":"1","\u0041":"2"}}`,
+		`{"command":"x","labels":{"a":null},"env":{"n":"null"}}`,
 		`{"command":"x","env":{"A":1}}`,
 		`{"command":"x"} {"command":"y"}`,
 		`[{"command":"x"}]`,
@@ -136,10 +138,33 @@ func checkNames(t *testing.T, b []byte) {
 			t.Fatalf("input %q accepted with the member %q (known %v, seen before %v)", b, name, JobFields[name], seen[name])
 		}
 		seen[name] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
 			t.Fatalf("input %q accepted, but its member %q: %v", b, name, err)
 		}
+		if name == "env" || name == "labels" {
+			checkStringObject(t, b, name, value)
+		}
+	}
+}
+
+// checkStringObject asserts that an accepted env or labels, read by the
+// decoder's tokens, gives each key once and no null value.
+func checkStringObject(t *testing.T, b []byte, name string, value json.RawMessage) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(value))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return // null: none
+	}
+	keys := map[string]bool{}
+	for dec.More() {
+		k, _ := dec.Token()
+		v, _ := dec.Token()
+		key, _ := k.(string)
+		if keys[key] || v == nil {
+			t.Fatalf("input %q accepted with %s key %q twice or null (%v)", b, name, key, v)
+		}
+		keys[key] = true
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -28,9 +29,12 @@ func FieldNames(t reflect.Type) map[string]bool {
 // (encoding/json matches names whatever their case), as is a member given
 // twice (encoding/json keeps the last, so that a proxy or a log that read
 // the first would be misled about what runs) and anything after the
-// object. It returns nil, or the fault: the field it is about ("" when the
-// document as a whole is) and what is wrong.
-func DecodeObject(b []byte, v any, known map[string]bool) *SpecError {
+// object. The members named in stringObjects are objects of strings (a
+// job's env and labels): a key given twice in one is an error too, and so
+// is a null value, which the decoder would take for "". It returns nil, or
+// the fault: the field it is about ("" when the document as a whole is)
+// and what is wrong.
+func DecodeObject(b []byte, v any, known map[string]bool, stringObjects ...string) *SpecError {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -40,15 +44,20 @@ func DecodeObject(b []byte, v any, known map[string]bool) *SpecError {
 	if len(bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n")) > 0 {
 		return &SpecError{Msg: "trailing data after the object"}
 	}
-	return checkMembers(b, known)
+	return checkMembers(b, known, stringObjects)
 }
 
-// checkMembers checks the names of the members of the object at the start
-// of b, valid JSON (as a decoder found it), at its top level only: each is
-// exactly one of known and given once. It returns nil, or the fault.
-func checkMembers(b []byte, known map[string]bool) *SpecError {
+// checkMembers checks, in one pass over the object at the start of b
+// (valid JSON, as a decoder found it), the names of its own members (each
+// exactly one of known, and given once) and the keys and values of the
+// members named in stringObjects (each key once, no null). It returns nil,
+// or the fault.
+func checkMembers(b []byte, known map[string]bool, stringObjects []string) *SpecError {
 	var buf [16][]byte
-	seen := buf[:0]
+	seen := buf[:0] // the object's own names
+	member := ""    // the member whose value is being read
+	var keys map[string]bool
+	key := "" // keys: those of the string object being read, and its last
 	depth, atName := 0, false
 	for i := 0; i < len(b); i++ {
 		switch c := b[i]; c {
@@ -57,14 +66,21 @@ func checkMembers(b []byte, known map[string]bool) *SpecError {
 			if j < 0 {
 				return nil // not valid JSON: the decoder said so first
 			}
-			if depth == 1 && atName {
-				name := b[i+1 : j]
-				if bytes.IndexByte(name, '\\') >= 0 {
-					var s string
-					if json.Unmarshal(b[i:j+1], &s) != nil {
-						return nil
+			str := b[i : j+1]
+			i = j
+			if atName {
+				name, ok := unquote(str)
+				if !ok {
+					return nil
+				}
+				atName = false
+				if depth == 2 {
+					key = string(name)
+					if keys[key] {
+						return &SpecError{Field: member, Msg: fmt.Sprintf("field %q has the key %q twice", member, key)}
 					}
-					name = []byte(s)
+					keys[key] = true
+					break
 				}
 				if !known[string(name)] {
 					return unknownMember(string(name), known)
@@ -75,21 +91,42 @@ func checkMembers(b []byte, known map[string]bool) *SpecError {
 					}
 				}
 				seen = append(seen, name)
-				atName = false
+				member = string(name)
 			}
-			i = j
+		case 'n': // outside a string, in a string object: its value is null
+			if depth == 2 && keys != nil {
+				return &SpecError{Field: member, Msg: fmt.Sprintf("field %q must be an object of strings; the value of %q is null", member, key)}
+			}
 		case '{', '[':
 			depth++
-			atName = depth == 1 && c == '{'
+			keys = nil
+			if depth == 2 && c == '{' && slices.Contains(stringObjects, member) {
+				keys = map[string]bool{}
+			}
+			atName = c == '{' && (depth == 1 || keys != nil)
 		case '}', ']':
 			if depth--; depth == 0 {
 				return nil
 			}
+			keys = nil
 		case ',':
-			atName = depth == 1
+			atName = depth == 1 || depth == 2 && keys != nil
 		}
 	}
 	return nil
+}
+
+// unquote is the text of the JSON string s, quotes included; ok is false
+// when it is not one.
+func unquote(s []byte) (text []byte, ok bool) {
+	if bytes.IndexByte(s, '\\') < 0 {
+		return s[1 : len(s)-1], true
+	}
+	var t string
+	if json.Unmarshal(s, &t) != nil {
+		return nil, false
+	}
+	return []byte(t), true
 }
 
 // closingQuote is the index of the quote that ends the string whose
